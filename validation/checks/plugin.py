@@ -1,0 +1,1 @@
+"""pytest plugin for the node checks (filled in by the validation core)."""

@@ -1,0 +1,73 @@
+"""The `rocm-fleet` command line. Only `console_main` exits; `main` returns the exit code.
+
+Exit codes, the same for every subcommand:
+  0  every verdict is PASS (WARN allowed unless --strict)
+  1  at least one FAIL or TIMEOUT
+  2  no verdict possible: usage error, unreadable or unparseable input, unknown SKU,
+     invalid targets, or an internal error
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+from validation import __version__
+from validation.commands import modules
+from validation.errors import RocmFleetError
+
+EXIT_PASS, EXIT_FAIL, EXIT_NO_VERDICT = 0, 1, 2
+
+log = logging.getLogger("rocm_fleet")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rocm-fleet",
+        description="Provision and validate AMD Instinct GPU nodes.",
+        epilog="exit codes: 0 all pass (warn allowed unless --strict), 1 any fail or timeout, "
+        "2 no verdict possible (bad input, unknown SKU, internal error)",
+    )
+    parser.add_argument("--version", action="version", version=f"rocm-fleet {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
+    for module in modules():
+        module.register(sub)
+    return parser
+
+
+def emit_error(exc: BaseException, *, as_json: bool) -> None:
+    print(f"rocm-fleet: error: {exc}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"schema_version": 1, "error": str(exc)}))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help/--version exit 0, usage errors exit 2
+        return int(exc.code or 0)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    as_json = bool(getattr(args, "json", False))
+    try:
+        return int(args.run(args))
+    except RocmFleetError as exc:
+        if args.debug:
+            log.exception("rocm-fleet error")
+        emit_error(exc, as_json=as_json)
+        return EXIT_NO_VERDICT
+    except OSError as exc:
+        emit_error(exc, as_json=as_json)
+        return EXIT_NO_VERDICT
+    except Exception as exc:  # a bug: Python's own exit 1 would read as FAIL
+        log.exception("internal error; please report it with this traceback")
+        emit_error(exc, as_json=as_json)
+        return EXIT_NO_VERDICT
+
+
+def console_main() -> None:
+    sys.exit(main())

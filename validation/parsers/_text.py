@@ -1,0 +1,45 @@
+"""Small text helpers every parser uses: ANSI stripping, numbered lines, number parsing."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from validation.errors import ParseError
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\r")
+
+
+def clean(text: str) -> str:
+    """Remove ANSI colour/cursor sequences and carriage returns; normalise tabs to spaces."""
+    return _ANSI.sub("", text).replace("\t", "    ")
+
+
+def numbered(text: str) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, cleaned line) pairs."""
+    for i, line in enumerate(clean(text).splitlines(), start=1):
+        yield i, line
+
+
+def require_text(tool: str, text: str) -> None:
+    """Refuse empty or whitespace-only input with a clear message."""
+    if not text or not text.strip():
+        raise ParseError(tool, "empty input", hint="pass the tool's full output, not an empty file")
+
+
+def to_float(tool: str, raw: str, line_no: int, line: str, what: str) -> float:
+    """Parse a float or raise ParseError naming the line."""
+    try:
+        return float(raw.replace(",", ""))
+    except ValueError as exc:
+        raise ParseError(tool, f"cannot read {what} from {raw!r}", line_no=line_no, line=line,
+                         expected=f"a number for {what}") from exc
+
+
+def to_int(tool: str, raw: str, line_no: int, line: str, what: str) -> int:
+    """Parse an int (decimal or 0x hex) or raise ParseError naming the line."""
+    try:
+        return int(raw.replace(",", ""), 0)
+    except ValueError as exc:
+        raise ParseError(tool, f"cannot read {what} from {raw!r}", line_no=line_no, line=line,
+                         expected=f"an integer for {what}") from exc

@@ -1,0 +1,57 @@
+"""Typed records shared by every layer.
+
+Records are frozen, slotted and keyword-only; sequences are tuples. Units live in field names
+(`gb_s` is decimal GB/s = 10^9 bytes/s, `mib` is 2^20 bytes). `None` means "the tool did not
+report it", never zero.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+
+class Status(enum.StrEnum):
+    """Outcome of one judgement. TIMEOUT is never folded into FAIL."""
+
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+    SKIP = "skip"
+
+
+# Worst first: the status of a group is the worst of its members.
+STATUS_ORDER = (Status.ERROR, Status.TIMEOUT, Status.FAIL, Status.WARN, Status.PASS, Status.SKIP)
+
+
+def worst(statuses: list[Status] | tuple[Status, ...]) -> Status:
+    """The most severe status of a group; PASS for an empty group is not allowed."""
+    if not statuses:
+        raise ValueError("worst() of no statuses: a group without verdicts has no status")
+    return min(statuses, key=STATUS_ORDER.index)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinkBandwidth:
+    """One directed transfer measurement between two endpoints ("cpu0", "gpu3")."""
+
+    src: str
+    dst: str
+    gb_s: float
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Turn records (dataclasses, enums, tuples) into plain JSON-compatible values."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    return obj
