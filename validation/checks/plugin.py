@@ -1,1 +1,118 @@
-"""pytest plugin for the node checks (filled in by the validation core)."""
+"""pytest plugin for the node checks: tiers, the spec and facts fixtures, per-node results.
+
+Loaded through the `pytest11` entry point, so the same checks run on a node
+(`--hosts=local://`) and from the controller (`--hosts=ansible://GROUP`). It only acts on
+tests that live in validation/checks/; other test suites are left alone.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from validation.checks.outcome import CheckFailure
+from validation.checks.results import NodeResults
+from validation.checks.spec import Spec, load_spec_file, role_defaults
+
+TIERS = {"smoke": "seconds", "quick": "minutes", "acceptance": "hours"}
+CHECKS_DIR = Path(__file__).resolve().parent
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rocm-fleet", "rocm-fleet node validation")
+    group.addoption("--rf-results", metavar="DIR", default=None,
+                    help="write one JSON results document per node into DIR, updated after every check")
+    group.addoption("--rf-spec", metavar="FILE", default=None,
+                    help="declared node state (YAML/JSON); default: inventory variables via ansible://")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for tier, budget in TIERS.items():
+        config.addinivalue_line("markers", f"{tier}: validation tier, runtime in {budget}")
+    config.addinivalue_line("markers", "gpu: needs an AMD or NVIDIA GPU on the node")
+    config.addinivalue_line("markers", "destructive: changes host state; not run by default")
+    config.stash[_RESULTS] = {}
+
+
+def _is_check(item: pytest.Item) -> bool:
+    return CHECKS_DIR in Path(str(item.fspath)).resolve().parents
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if not _is_check(item):
+            continue
+        found = [m.name for m in item.iter_markers() if m.name in TIERS]
+        if len(found) != 1:
+            raise pytest.UsageError(f"{item.nodeid}: needs exactly one tier marker of {list(TIERS)}, has {found}")
+
+
+def node_name(host: Any) -> str:
+    """'ansible://rflab-1' -> 'rflab-1'; local -> this machine's host name."""
+    ident = host.backend.get_pytest_id()
+    name = ident.split("://", 1)[-1] if "://" in ident else ident
+    return name if name not in ("", "local") else socket.gethostname()
+
+
+@pytest.fixture(scope="module")
+def spec(host: Any, request: pytest.FixtureRequest) -> Spec:
+    """The host's declared state: role defaults overlaid with its inventory variables."""
+    spec_file = request.config.getoption("--rf-spec")
+    name = node_name(host)
+    if spec_file:
+        return Spec({**role_defaults(), **load_spec_file(Path(spec_file), name)})
+    if host.backend.NAME == "ansible":
+        return Spec({**role_defaults(), **host.ansible.get_variables()})
+    pytest.fail(f"no spec for {name}: pass --rf-spec FILE (written by playbooks/validate.yml) "
+                "or run from the controller with --hosts=ansible://GROUP")
+
+
+_RESULTS = pytest.StashKey[dict[str, NodeResults]]()
+
+
+def _results_for(item: pytest.Item, name: str) -> NodeResults | None:
+    directory = item.config.getoption("--rf-results")
+    if not directory:
+        return None
+    store = item.config.stash[_RESULTS]
+    if name not in store:
+        store[name] = NodeResults(Path(directory), name, tier=item.config.getoption("markexpr") or "all",
+                                  argv=list(sys.argv))
+    return store[name]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    outcome = yield
+    report = outcome.get_result()
+    if not _is_check(item) or "host" not in getattr(item, "funcargs", {}):
+        return
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        results = _results_for(item, node_name(item.funcargs["host"]))
+        if results is None:
+            return
+        code, hint, message = None, None, ""
+        if call.excinfo is not None:
+            if isinstance(call.excinfo.value, CheckFailure):
+                code, hint = call.excinfo.value.code, call.excinfo.value.hint
+            message = str(call.excinfo.value).split("\nassert ")[0][:2000]
+        if report.skipped:
+            status = "skip"
+            message = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else message
+        elif report.failed:
+            status = "error" if report.when == "setup" else "fail"
+        else:
+            status = "pass"
+        tier = next((m.name for m in item.iter_markers() if m.name in TIERS), None)
+        results.add_check({"id": item.nodeid.split("::", 1)[-1], "name": item.originalname, "tier": tier,
+                           "status": status, "code": code, "message": message, "hint": hint,
+                           "duration_s": round(report.duration, 3)})
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for results in session.config.stash.get(_RESULTS, {}).values():
+        results.finish()

@@ -1,0 +1,38 @@
+"""How a check says why it failed: a stable code, the observation, and what to do.
+
+Checks call `expect(condition, code, message)`; the plugin copies the code and hint of the
+raised CheckFailure into the node's results, the JUnit XML and the HTML report.
+"""
+
+from __future__ import annotations
+
+# Codes for configuration and software checks (performance and device codes live in
+# validation.judge.CODES). Each maps to the remediation hint shown next to the failure.
+CHECK_CODES: dict[str, str] = {
+    "RF-CONFIG-ROCM-VERSION": "Re-run `ansible-playbook playbooks/site.yml --tags rocm_repo,rocm` for this host.",
+    "RF-CONFIG-COMPAT": "Declare a supported ROCm / amdgpu / OS combination (validation/data/rocm_compat.yml).",
+    "RF-CONFIG-PACKAGE-HOLD": "A ROCm package is not held; re-run site.yml --tags rocm (rocm_hold_packages: true).",
+    "RF-CONFIG-REPO": "Repository files differ from the spec; re-run site.yml --tags rocm_repo.",
+    "RF-NO-AMD-GPU": "No AMD GPU is visible: amdgpu/ROCk is not loaded. Check `lspci -d 1002:`, "
+                     "`dmesg | grep -i amdgpu`, `modprobe amdgpu`; on a lab host this is expected.",
+    "RF-NO-KFD": "/dev/kfd is missing: the amdgpu driver did not initialise the compute interface; check dmesg.",
+    "RF-GPU-MISSING": "Fewer GPUs than declared: check `lspci -d 1002:` and dmesg for init errors; power-cycle, "
+                      "reseat, RMA if it stays missing.",
+    "RF-TOOL-FAILED": "A tool failed to run; its output is in the results file.",
+}
+
+
+class CheckFailure(AssertionError):
+    """An assertion with a stable code and remediation hint."""
+
+    def __init__(self, code: str, message: str, hint: str | None = None) -> None:
+        self.code = code
+        self.hint = hint if hint is not None else CHECK_CODES.get(code, "")
+        super().__init__(f"[{code}] {message}" + (f" | hint: {self.hint}" if self.hint else ""))
+
+
+def expect(condition: object, code: str, message: str, hint: str | None = None) -> None:
+    """Fail the current check with `code` when `condition` is false."""
+    __tracebackhide__ = True
+    if not condition:
+        raise CheckFailure(code, message, hint)

@@ -1,0 +1,50 @@
+"""Every declared GPU is present and the compute driver is up (smoke tier, needs a GPU)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from validation.checks.outcome import expect
+from validation.errors import ParseError
+from validation.parsers import rocminfo
+
+pytestmark = [pytest.mark.smoke, pytest.mark.gpu]
+
+
+def _declared_gpus(spec: dict) -> int:
+    count = spec.get("validation_gpu_count")
+    if count is None:
+        pytest.skip("spec declares no validation_gpu_count")
+    return int(count)
+
+
+def test_amdgpu_driver_is_loaded(host: Any, spec: dict) -> None:
+    declared = _declared_gpus(spec)
+    loaded = host.file("/sys/module/amdgpu").is_directory
+    expect(loaded, "RF-NO-AMD-GPU",
+           f"no AMD GPU present: the amdgpu module is not loaded (spec declares {declared} GPUs)")
+
+
+def test_kfd_device_node_is_present(host: Any, spec: dict) -> None:
+    _declared_gpus(spec)
+    expect(host.file("/dev/kfd").exists, "RF-NO-KFD",
+           "/dev/kfd does not exist: no AMD GPU compute interface (amdgpu/ROCk not loaded)")
+
+
+def test_rocminfo_lists_every_declared_gpu(host: Any, spec: dict) -> None:
+    declared = _declared_gpus(spec)
+    run = host.run("timeout 60 rocminfo")
+    try:
+        record = rocminfo.parse(run.stdout + run.stderr)
+    except ParseError as exc:
+        expect(False, "RF-TOOL-FAILED", f"rocminfo output not understood: {exc}")
+        return
+    if not record.rocm_kernel_loaded:
+        expect(False, "RF-NO-AMD-GPU",
+               f"no AMD GPU present: rocminfo says the ROCk module is not loaded; spec declares {declared} GPUs")
+    found = len(record.gpus)
+    expect(found == declared, "RF-GPU-MISSING",
+           f"rocminfo lists {found} GPU agents, spec declares {declared}: "
+           f"{', '.join(g.marketing_name or '?' for g in record.gpus) or 'none'}")

@@ -1,0 +1,73 @@
+"""`rocm-fleet validate`: run the node checks (pytest + testinfra) and write the reports.
+
+From the controller: `rocm-fleet validate -i inventories/lab --hosts ansible://lab`; on a node:
+`rocm-fleet validate --hosts local:// --spec spec.yml`. Results land in one directory: a JSON
+document per node (updated after every check), JUnit XML, and a self-contained HTML report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import subprocess
+import sys
+from pathlib import Path
+
+from validation.checks import plugin
+from validation.report import load_run, render_html, render_terminal
+
+TIER_EXPR = {"smoke": "smoke", "quick": "smoke or quick", "acceptance": "smoke or quick or acceptance"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("validate", help="run the node checks and write JSON, JUnit and HTML results")
+    p.add_argument("--hosts", default="ansible://gpu_nodes",
+                   help="testinfra host spec: ansible://GROUP (controller) or local:// (on a node)")
+    p.add_argument("-i", "--inventory", type=Path, default=None, help="Ansible inventory for ansible:// hosts")
+    p.add_argument("--tier", choices=list(TIER_EXPR), default="smoke",
+                   help="smoke (seconds), quick (minutes), acceptance (hours); each includes the ones before")
+    p.add_argument("--spec", type=Path, default=None, help="declared state file for local:// runs")
+    p.add_argument("--results", type=Path, default=None, help="results directory (default results/<UTC time>)")
+    p.add_argument("--timeout", type=int, default=3600, help="seconds before the whole run is stopped")
+    p.add_argument("--no-gpu", action="store_true", help="leave out checks that need a GPU")
+    p.add_argument("--strict", action="store_true", help="WARN counts as failure for the exit code")
+    p.set_defaults(run=run)
+
+
+def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
+    checks = Path(plugin.__file__).resolve().parent
+    expr = TIER_EXPR[args.tier] + (" and not gpu" if args.no_gpu else "")
+    argv = [sys.executable, "-m", "pytest", "-c", str(checks / "pytest.ini"), "--rootdir", str(checks),
+            str(checks), f"--hosts={args.hosts}", "-m", expr, f"--rf-results={results}",
+            f"--junitxml={results / 'junit.xml'}", "-o", "junit_family=xunit2"]
+    if args.inventory:
+        argv.append(f"--ansible-inventory={args.inventory}")
+    if args.spec:
+        argv.append(f"--rf-spec={args.spec}")
+    return argv
+
+
+def run(args: argparse.Namespace) -> int:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    results = (args.results or Path("results") / stamp).resolve()
+    results.mkdir(parents=True, exist_ok=True)
+    argv = pytest_argv(args, results)
+    print(f"rocm-fleet: running {args.tier} checks on {args.hosts}", file=sys.stderr)
+    try:
+        proc = subprocess.run(argv, timeout=args.timeout, check=False)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        print(f"rocm-fleet: validation stopped after {args.timeout} s; partial results kept", file=sys.stderr)
+        rc = 1
+    nodes = load_run(results)
+    (results / "report.html").write_text(render_html(nodes, title=f"rocm-fleet {args.tier} validation"))
+    print(render_terminal(nodes))
+    print(f"results: {results}\nreport:  {results / 'report.html'}")
+    if rc not in (0, 1) and not nodes:
+        return 2
+    statuses = [c["status"] for n in nodes for c in n["checks"]]
+    if any(s in ("fail", "error", "timeout") for s in statuses) or rc == 1:
+        return 1
+    if args.strict and "warn" in statuses:
+        return 1
+    return 0 if statuses else 2

@@ -1,0 +1,55 @@
+"""Generate docs/variables.md from every role's meta/argument_specs.yml and defaults/main.yml.
+
+`python -m validation.docgen > docs/variables.md`; a unit test fails when the file is stale, so
+the reference cannot drift from the roles.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def role_dirs(root: Path = ROOT) -> list[Path]:
+    return sorted(p for p in (root / "roles").iterdir() if (p / "meta" / "argument_specs.yml").exists())
+
+
+def render(root: Path = ROOT) -> str:
+    out = ["# Role variables reference", "",
+           "Generated from each role's `meta/argument_specs.yml` by `python -m validation.docgen`;",
+           "a unit test fails when this file and the specs disagree. Defaults are the values in",
+           "`defaults/main.yml`. Every role validates these before it changes anything.", ""]
+    for role in role_dirs(root):
+        spec = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]
+        out += [f"## {role.name}", "", spec.get("short_description", ""), ""]
+        for name, opt in spec.get("options", {}).items():
+            out.append(f"### `{name}`")
+            out.append("")
+            kind = opt.get("type", "str")
+            if opt.get("elements"):
+                kind += f" of {opt['elements']}"
+            out.append(f"- Type: {kind}")
+            if opt.get("required"):
+                out.append("- Required: yes")
+            else:
+                out.append(f"- Default: `{yaml.safe_dump(opt.get('default'), default_flow_style=True).strip()}`")
+            if opt.get("choices"):
+                out.append(f"- Choices: {', '.join(f'`{c}`' for c in opt['choices'])}")
+            description = opt.get("description", "")
+            if isinstance(description, list):
+                description = " ".join(description)
+            out += ["", description, ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def main() -> int:
+    sys.stdout.write(render())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
