@@ -20,5 +20,6 @@ def render_terminal(nodes: list[dict[str, Any]]) -> str:
         for check in node["checks"]:
             if check["status"] in ("fail", "error", "timeout", "warn"):
                 first = check["message"].splitlines()[0][:160] if check["message"] else ""
-                lines.append(f"  {node['host']}: {check['status'].upper()} {check['id']} {check.get('code') or ''} {first}")
+                code = check.get("code") or ""
+                lines.append(f"  {node['host']}: {check['status'].upper()} {check['id']} {code} {first}")
     return "\n".join(lines)
