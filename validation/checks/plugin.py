@@ -108,7 +108,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
         else:
             status = "pass"
         tier = next((m.name for m in item.iter_markers() if m.name in TIERS), None)
-        results.add_check({"id": item.nodeid.split("::", 1)[-1], "name": item.originalname, "tier": tier,
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        check_id = item.nodeid.split("[")[0] if set(params) <= {"_testinfra_host"} else item.nodeid
+        results.add_check({"id": check_id, "name": item.originalname, "tier": tier,
+                           "needs_gpu": item.get_closest_marker("gpu") is not None,
                            "status": status, "code": code, "message": message, "hint": hint,
                            "duration_s": round(report.duration, 3)})
 

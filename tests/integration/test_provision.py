@@ -1,0 +1,168 @@
+"""roles rocm_repo + amdgpu_driver + rocm on real lab hosts, through the mirror source.
+
+The mirror is served on 127.0.0.1, signed with a key generated for this lab, and holds real
+Debian ROCm packages; the lab's declared state is inventories/lab/group_vars/lab.yml.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_run import ROOT, PlaybookRun, playbook
+
+GROUP_VARS = yaml.safe_load((ROOT / "inventories" / "lab" / "group_vars" / "lab.yml").read_text())
+
+
+@pytest.fixture(scope="module")
+def converged(lab) -> tuple[PlaybookRun, PlaybookRun]:
+    first = playbook(lab.info.inventory, "site.yml")
+    assert first.rc == 0, first.output[-6000:]
+    second = playbook(lab.info.inventory, "site.yml")
+    print(f"\nfirst converge {first.seconds:.1f} s, second {second.seconds:.1f} s, "
+          f"{len(lab.info.hosts)} hosts", file=sys.stderr)
+    return first, second
+
+
+def host_names(lab) -> list[str]:
+    return [h.name for h in lab.info.hosts]
+
+
+def etc_snapshot(lab, host: str) -> str:
+    """Every path under /etc with type, mode, owner and, for files, the content hash."""
+    script = ("find /etc -xdev -printf '%p %y %m %U %G\\n' | sort; "
+              "find /etc -xdev -type f -print0 | sort -z | xargs -0 sha256sum")
+    result = lab.run(host, ["sh", "-c", script], timeout_s=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_first_converge_changes_every_host(lab, converged) -> None:
+    first, _ = converged
+    recap = first.recap()
+    assert set(recap) == set(host_names(lab))
+    assert all(r["changed"] > 0 and r["failed"] == 0 and r["unreachable"] == 0 for r in recap.values()), recap
+
+
+def test_second_converge_reports_no_change(converged) -> None:
+    _, second = converged
+    assert second.rc == 0, second.output[-4000:]
+    assert second.changed() == 0, second.recap()
+
+
+def test_check_mode_on_a_converged_host_reports_no_change(lab, converged) -> None:
+    run = playbook(lab.info.inventory, "site.yml", "--check", "--diff")
+    assert run.rc == 0, run.output[-4000:]
+    assert run.changed() == 0, run.recap()
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_packages_are_at_the_declared_versions_and_held(lab, converged, index: int) -> None:
+    host = host_names(lab)[min(index, len(lab.info.hosts) - 1)]
+    listing = lab.run(host, ["dpkg-query", "-W", "-f", "${Package} ${Version}\\n",
+                             "rocminfo", "rocm-smi", "hipcc", "libamdhip64-5"]).stdout
+    versions = dict(line.split(" ", 1) for line in listing.splitlines())
+    assert versions["rocminfo"].startswith("6.1.2")
+    assert versions["rocm-smi"].startswith("6.1.2")
+    assert versions["hipcc"].startswith("5.7.1")
+    assert versions["libamdhip64-5"].startswith("5.7.1")
+    held = set(lab.run(host, ["apt-mark", "showhold"]).stdout.split())
+    assert held >= {"rocminfo", "rocm-smi", "hipcc", "libamdhip64-5"}
+
+
+def test_packages_came_from_the_mirror(lab, converged) -> None:
+    host = host_names(lab)[0]
+    policy = lab.run(host, ["apt-cache", "policy", "rocminfo"]).stdout
+    mirror = lab.info.mirror.url
+    assert f"600 {mirror}/rocm/apt/6.1.2 trixie/main" in policy, policy
+
+
+def test_sources_pin_and_keyring_are_exactly_as_designed(lab, converged) -> None:
+    host = host_names(lab)[0]
+    mirror = lab.info.mirror.url
+    sources = lab.run(host, ["cat", "/etc/apt/sources.list.d/rocm-fleet.sources"]).stdout
+    assert sources == (
+        "# Managed by rocm-fleet (Ansible). Local changes are overwritten on the next run.\n"
+        "# rocm-fleet: ROCm 6.1.2 from mirror\n"
+        "\n"
+        "Types: deb\n"
+        f"URIs: {mirror}/rocm/apt/6.1.2\n"
+        "Suites: trixie\n"
+        "Components: main\n"
+        "Architectures: amd64\n"
+        "Signed-By: /etc/apt/keyrings/rocm-fleet.asc\n")
+    pin = lab.run(host, ["cat", "/etc/apt/preferences.d/rocm-fleet-pin"]).stdout
+    assert pin.endswith('Package: *\nPin: origin "127.0.0.1"\nPin-Priority: 600\n'), pin
+    stat = lab.run(host, ["stat", "-c", "%U %G %a", "/etc/apt/keyrings/rocm-fleet.asc",
+                          "/etc/apt/sources.list.d/rocm-fleet.sources", "/etc/apt/preferences.d/rocm-fleet-pin"])
+    assert stat.stdout.split("\n")[:3] == ["root root 644"] * 3
+    key = lab.run(host, ["cat", "/etc/apt/keyrings/rocm-fleet.asc"]).stdout
+    fingerprints = subprocess.run([sys.executable, "-c",
+                                   "import sys; from validation import openpgp; print(openpgp.fingerprints(sys.stdin.read()))"],
+                                  input=key, capture_output=True, text=True, check=True, timeout=30).stdout
+    assert lab.info.mirror.fingerprint in fingerprints
+
+
+def test_rocminfo_runs_and_says_there_is_no_gpu(lab, converged) -> None:
+    result = lab.run(host_names(lab)[0], ["rocminfo"])
+    assert "ROCk module is NOT loaded, possibly no GPU devices" in result.stdout + result.stderr
+
+
+def test_local_fact_records_what_was_applied(lab, converged) -> None:
+    fact = json.loads(lab.run(host_names(lab)[0], ["cat", "/etc/ansible/facts.d/rocm_fleet.fact"]).stdout)
+    assert fact["rocm_version"] == "6.1.2"
+    assert fact["rocm_repo_source"] == "mirror"
+    assert fact["amdgpu_driver_mode"] == "inbox"
+    assert fact["packages"] == ["rocminfo", "rocm-smi", "hipcc", "libamdhip64-5"]
+    assert fact["applied_at"].startswith("20")
+
+
+REFUSALS = {
+    "incompatible-rocm-driver-pair": (
+        {"rocm_version": "7.0.2", "amdgpu_driver_mode": "dkms", "amdgpu_driver_version": "6.1.3"},
+        "ROCm 7.0.2 is not supported by amdgpu driver 6.1.3"),
+    "unsupported-os": (
+        {"rocm_version": "6.2.4", "amdgpu_driver_mode": "dkms", "amdgpu_driver_version": "6.2.4"},
+        "ROCm 6.2.4 is not supported on debian-13"),
+    "key-fingerprint-mismatch": (
+        {"rocm_repo_mirror_key_fingerprints": ["0123456789ABCDEF0123456789ABCDEF01234567"]},
+        "are not in the pinned list 0123456789ABCDEF0123456789ABCDEF01234567"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_refusal_fails_before_any_change_and_leaves_etc_identical(lab, converged, case: str) -> None:
+    overrides, message = REFUSALS[case]
+    host = host_names(lab)[-1]
+    before = etc_snapshot(lab, host)
+    run = playbook(lab.info.inventory, "site.yml", "--limit", host, extra=overrides)
+    assert run.rc != 0
+    assert message in run.output, run.output[-4000:]
+    assert "Provision the ROCm stack" not in run.output  # the refused host never reached the changing play
+    assert etc_snapshot(lab, host) == before
+
+
+def test_validation_passes_host_checks_and_names_the_missing_gpu(lab, converged, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    proc = subprocess.run([str(Path(sys.executable).parent / "rocm-fleet"), "validate", "-i", str(lab.info.inventory),
+                           "--hosts", "ansible://lab", "--tier", "smoke", "--results", str(results)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    docs = {p.stem: json.loads(p.read_text()) for p in results.glob("*.json")}
+    assert set(docs) == set(host_names(lab))
+    for host, doc in docs.items():
+        assert doc["complete"] is True
+        host_checks = [c for c in doc["checks"] if not c["needs_gpu"]]
+        device = [c for c in doc["checks"] if c["needs_gpu"]]
+        assert host_checks and all(c["status"] in ("pass", "skip") for c in host_checks), (host, host_checks)
+        assert device and all(c["status"] == "fail" for c in device), (host, device)
+        assert {c["code"] for c in device} <= {"RF-NO-AMD-GPU", "RF-NO-KFD"}
+        assert any("no AMD GPU present" in c["message"] for c in device)
+    assert (results / "junit.xml").exists()
+    html = (results / "report.html").read_text()
+    assert "RF-NO-AMD-GPU" in html and all(h in html for h in host_names(lab))
