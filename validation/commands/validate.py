@@ -13,7 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from validation.checks import plugin
 from validation.report import load_run, render_html, render_terminal
 
 TIER_EXPR = {"smoke": "smoke", "quick": "smoke or quick", "acceptance": "smoke or quick or acceptance"}
@@ -35,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
-    checks = Path(plugin.__file__).resolve().parent
+    checks = Path(__file__).resolve().parents[1] / "checks"
     expr = TIER_EXPR[args.tier] + (" and not gpu" if args.no_gpu else "")
     argv = [sys.executable, "-m", "pytest", "-c", str(checks / "pytest.ini"), "--rootdir", str(checks),
             str(checks), f"--hosts={args.hosts}", "-m", expr, f"--rf-results={results}",

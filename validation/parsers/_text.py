@@ -17,8 +17,7 @@ def clean(text: str) -> str:
 
 def numbered(text: str) -> Iterator[tuple[int, str]]:
     """Yield (1-based line number, cleaned line) pairs."""
-    for i, line in enumerate(clean(text).splitlines(), start=1):
-        yield i, line
+    yield from enumerate(clean(text).splitlines(), start=1)
 
 
 def require_text(tool: str, text: str) -> None:

@@ -1,0 +1,95 @@
+"""Fleet aggregation: statistics, iterative outliers, comparison, and the report files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from validation import fleet
+from validation.checks.results import NodeResults
+from validation.cli import main
+from validation.report import fleet_text, load_run
+
+
+def node(host: str, values: dict[str, float], *, complete: bool = True, status: str = "pass") -> dict:
+    return {"schema_version": 1, "host": host, "complete": complete,
+            "checks": [{"id": "test_x.py::test_y", "status": status, "code": None, "message": "", "hint": None}],
+            "measurements": [{"metric": "gemm_bf16_tflops", "subject": s, "value": v, "unit": "TFLOPS",
+                              "higher_is_better": True} for s, v in values.items()]}
+
+
+FLEET = [node(f"n{i}", {"gpu0": 600.0 + i, "gpu1": 601.0}) for i in range(9)] + [
+    node("n9", {"gpu0": 600.0, "gpu1": 450.0})]
+
+
+def test_summary_gives_p50_min_max_over_node_and_gpu_members() -> None:
+    (s,) = fleet.summarize(FLEET)
+    assert s.count == 20
+    assert s.minimum == 450.0 and s.maximum == 608.0
+    assert s.p50 == 601.0
+
+
+def test_the_slow_gpu_is_the_only_outlier_and_is_named() -> None:
+    (s,) = fleet.summarize(FLEET, outlier_threshold=0.05)
+    assert [(m.node, m.subject) for m, _ in s.outliers] == [("n9", "gpu1")]
+    assert round(s.outliers[0][1], 3) == round((601.0 - 450.0) / 601.0, 3)
+
+
+def test_iterative_baseline_drops_a_cluster_of_bad_members_before_judging() -> None:
+    members = [fleet.Member(node=f"n{i}", subject="gpu0", value=100.0) for i in range(6)] + [
+        fleet.Member(node=f"b{i}", subject="gpu0", value=70.0) for i in range(4)]
+    baseline, outliers = fleet.iterative_baseline(members, threshold=0.05, higher_is_better=True)
+    assert baseline == 100.0
+    assert sorted(m.node for m in outliers) == ["b0", "b1", "b2", "b3"]
+
+
+def test_lower_is_better_metrics_flag_high_values() -> None:
+    members = [fleet.Member(node=f"n{i}", subject="gpu0", value=10.0) for i in range(5)] + [
+        fleet.Member(node="slow", subject="gpu0", value=12.0)]
+    _, outliers = fleet.iterative_baseline(members, threshold=0.05, higher_is_better=False)
+    assert [m.node for m in outliers] == ["slow"]
+
+
+def test_compare_flags_a_regression_beyond_tolerance_and_a_vanished_metric() -> None:
+    before = [node("a", {"gpu0": 600.0, "gpu1": 600.0}), node("b", {"gpu0": 600.0})]
+    after = [node("a", {"gpu0": 560.0, "gpu1": 595.0}), node("b", {})]
+    deltas = {(d.node, d.subject): d for d in fleet.compare(before, after, tolerance=0.05)}
+    assert deltas[("a", "gpu0")].regression is True          # -6.7 %
+    assert deltas[("a", "gpu1")].regression is False         # -0.8 %
+    assert deltas[("b", "gpu0")].regression is True and deltas[("b", "gpu0")].after is None
+
+
+def test_prometheus_textfile_has_status_and_measurement_series() -> None:
+    text = fleet_text.prometheus([node("n1", {"gpu0": 600.5}, status="fail")])
+    assert 'rocm_fleet_check_status{node="n1",check="test_x.py::test_y"} 2' in text
+    assert 'rocm_fleet_measurement{node="n1",metric="gemm_bf16_tflops",subject="gpu0",unit="TFLOPS"} 600.5' in text
+    assert 'rocm_fleet_run_complete{node="n1"} 1' in text
+
+
+def test_junit_marks_an_interrupted_node_as_a_failure() -> None:
+    root = ET.fromstring(fleet_text.junit([node("n1", {}, complete=False)]))
+    names = [c.get("name") for c in root.iter("testcase")]
+    assert "run_complete" in names
+
+
+def test_report_command_writes_every_format_and_fails_on_a_failed_check(tmp_path: Path) -> None:
+    for doc in [node("n1", {"gpu0": 600.0}), node("n2", {"gpu0": 400.0}, status="fail")]:
+        (tmp_path / f"{doc['host']}.json").write_text(json.dumps(doc))
+    assert main(["report", str(tmp_path)]) == 1
+    for name in ("fleet.md", "fleet.html", "fleet-junit.xml", "fleet.prom"):
+        assert (tmp_path / name).stat().st_size > 0
+
+
+def test_report_on_an_empty_directory_is_no_verdict(tmp_path: Path) -> None:
+    assert main(["report", str(tmp_path)]) == 2
+
+
+def test_partial_results_document_is_valid_json_with_complete_false(tmp_path: Path) -> None:
+    results = NodeResults(tmp_path, "n1", tier="smoke", argv=["x"])
+    results.add_check({"id": "a", "status": "pass"})
+    (doc,) = load_run(tmp_path)              # as an interrupted run leaves it
+    assert doc["complete"] is False and doc["finished_at"] is None and len(doc["checks"]) == 1
+    results.finish()
+    (doc,) = load_run(tmp_path)
+    assert doc["complete"] is True

@@ -1,0 +1,38 @@
+"""`rocm-fleet compare RUN_A RUN_B`: per-metric deltas by node, regressions flagged."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from validation import fleet
+from validation.errors import RocmFleetError
+from validation.records import to_jsonable
+from validation.report import load_run
+from validation.report.fleet_text import compare_table
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare two results directories metric by metric (before/after)")
+    p.add_argument("before", type=Path, metavar="RUN_A")
+    p.add_argument("after", type=Path, metavar="RUN_B")
+    p.add_argument("--tolerance-pct", type=float, default=5.0,
+                   help="a change worse than this %% is a regression (default 5)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    before, after = load_run(args.before), load_run(args.after)
+    if not before or not after:
+        raise RocmFleetError(f"need per-node results in both {args.before} and {args.after}")
+    deltas = fleet.compare(before, after, tolerance=args.tolerance_pct / 100)
+    regressions = [d for d in deltas if d.regression]
+    if args.json:
+        print(json.dumps({"schema_version": 1, "regressions": len(regressions), "deltas": to_jsonable(deltas)},
+                         indent=2))
+    else:
+        print(compare_table(deltas))
+        print(f"{len(regressions)} regression(s) beyond {args.tolerance_pct:g}% over {len(deltas)} measurements")
+    return 1 if regressions else 0

@@ -1,0 +1,50 @@
+"""`rocm-fleet report RESULTS_DIR`: fleet summary with outliers (terminal, Markdown, HTML, JUnit, Prometheus)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from validation import fleet
+from validation.errors import RocmFleetError
+from validation.records import to_jsonable
+from validation.report import fleet_text, load_run, render_html, render_terminal
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="aggregate a results directory over the fleet")
+    p.add_argument("results", type=Path, metavar="RESULTS_DIR", help="directory of per-node JSON documents")
+    p.add_argument("--outlier-pct", type=float, default=5.0,
+                   help="a member worse than the fleet baseline by more than this %% is an outlier (default 5)")
+    p.add_argument("--out", type=Path, default=None, help="write report files here (default RESULTS_DIR)")
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    nodes = load_run(args.results)
+    if not nodes:
+        raise RocmFleetError(f"no per-node results in {args.results}; point at a directory written by "
+                             "`rocm-fleet validate` or playbooks/validate.yml")
+    threshold = args.outlier_pct / 100
+    summaries = fleet.summarize(nodes, outlier_threshold=threshold)
+    out = args.out or args.results
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "fleet.md").write_text(fleet_text.markdown(nodes, summaries, threshold=threshold))
+    (out / "fleet.prom").write_text(fleet_text.prometheus(nodes))
+    (out / "fleet-junit.xml").write_text(fleet_text.junit(nodes))
+    (out / "fleet.html").write_text(render_html(nodes, title=f"rocm-fleet fleet report ({len(nodes)} nodes)"))
+    statuses = [c["status"] for n in nodes for c in n["checks"]]
+    failed = any(s in ("fail", "timeout", "error") for s in statuses) or not all(n.get("complete") for n in nodes)
+    if args.json:
+        print(json.dumps({"schema_version": 1, "nodes": len(nodes), "failed": failed,
+                          "metrics": to_jsonable(summaries)}, indent=2))
+    else:
+        print(render_terminal(nodes))
+        for s in summaries:
+            if s.outliers:
+                names = ", ".join(f"{m.node}/{m.subject} {dev:+.1%}" for m, dev in s.outliers[:5])
+                print(f"outliers {s.metric}: {names}")
+        print(f"fleet report: {out / 'fleet.md'} {out / 'fleet.html'} {out / 'fleet-junit.xml'} {out / 'fleet.prom'}")
+    return 1 if failed else 0
