@@ -28,6 +28,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write one JSON results document per node into DIR, updated after every check")
     group.addoption("--rf-spec", metavar="FILE", default=None,
                     help="declared node state (YAML/JSON); default: inventory variables via ansible://")
+    group.addoption("--rf-node", metavar="NAME", default=None,
+                    help="name for the local node in results (default: its host name)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -51,18 +53,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"{item.nodeid}: needs exactly one tier marker of {list(TIERS)}, has {found}")
 
 
-def node_name(host: Any) -> str:
-    """'ansible://rflab-1' -> 'rflab-1'; local -> this machine's host name."""
+def node_name(host: Any, override: str | None = None) -> str:
+    """'ansible://rflab-1' -> 'rflab-1'; local -> --rf-node or this machine's host name."""
     ident = host.backend.get_pytest_id()
     name = ident.split("://", 1)[-1] if "://" in ident else ident
-    return name if name not in ("", "local") else socket.gethostname()
+    if name in ("", "local"):
+        return override or socket.gethostname()
+    return name
 
 
 @pytest.fixture(scope="module")
 def spec(host: Any, request: pytest.FixtureRequest) -> Spec:
     """The host's declared state: role defaults overlaid with its inventory variables."""
     spec_file = request.config.getoption("--rf-spec")
-    name = node_name(host)
+    name = node_name(host, request.config.getoption("--rf-node"))
     if spec_file:
         return Spec({**role_defaults(), **load_spec_file(Path(spec_file), name)})
     if host.backend.NAME == "ansible":
@@ -92,7 +96,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     if not _is_check(item) or "host" not in getattr(item, "funcargs", {}):
         return
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        results = _results_for(item, node_name(item.funcargs["host"]))
+        results = _results_for(item, node_name(item.funcargs["host"], item.config.getoption("--rf-node")))
         if results is None:
             return
         code, hint, message = None, None, ""

@@ -26,6 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tier", choices=list(TIER_EXPR), default="smoke",
                    help="smoke (seconds), quick (minutes), acceptance (hours); each includes the ones before")
     p.add_argument("--spec", type=Path, default=None, help="declared state file for local:// runs")
+    p.add_argument("--node-name", default=None, help="name of this node in results for local:// runs")
     p.add_argument("--results", type=Path, default=None, help="results directory (default results/<UTC time>)")
     p.add_argument("--timeout", type=int, default=3600, help="seconds before the whole run is stopped")
     p.add_argument("--no-gpu", action="store_true", help="leave out checks that need a GPU")
@@ -43,6 +44,8 @@ def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
         argv.append(f"--ansible-inventory={args.inventory}")
     if args.spec:
         argv.append(f"--rf-spec={args.spec}")
+    if args.node_name:
+        argv.append(f"--rf-node={args.node_name}")
     return argv
 
 
