@@ -1,0 +1,356 @@
+"""Pure judging: a measurement and a target profile in, a Verdict out. No I/O, no clock.
+
+Rules (see validation/targets/model.py for the threshold arithmetic):
+- higher_is_better: below the floor FAIL; within `warn` above the floor WARN; else PASS.
+- lower_is_better: above the ceiling FAIL; within `warn` below the ceiling WARN; else PASS.
+- equal: anything but the value FAIL (error counters must be 0, the GPU count must match).
+- record-only targets give SKIP with the measured value kept and "record only: <why>".
+- a missing measurement (None) is ERROR "not reported", never PASS; a metric the profile does not
+  know is ERROR too; a timeout is TIMEOUT, never folded into FAIL.
+Every non-PASS verdict carries a stable code from CODES and that code's remediation hint.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from validation.records import LinkBandwidth, Status, worst
+from validation.targets.model import EQUAL, HIGHER_IS_BETTER, Target, TargetProfile
+
+# Stable failure codes -> remediation hint ("Action:" style of the AMD acceptance docs).
+CODES: dict[str, str] = {
+    "RF-GPU-MISSING": "Check `lspci -d 1002:<id>` / `amd-smi list` and `dmesg | grep amdgpu` for init "
+                      "errors; power-cycle the node, reseat the OAM/UBB; RMA the GPU if it stays missing.",
+    "RF-GPU-COUNT": "More GPUs than declared: fix the inventory (gpu count, partition mode) or the partition "
+                    "setting (`amd-smi partition`).",
+    "RF-SKU-MISMATCH": "The device id differs from the declared SKU: set validation_target_sku for the "
+                       "host or group to the SKU actually installed.",
+    "RF-VRAM-LOW": "Less memory than the SKU has: check the memory partition mode and amdgpu errors in "
+                   "dmesg; RMA if retired pages / bad HBM are reported.",
+    "RF-PCIE-DOWNGRADED": "Link trained below Gen5 x16: check BIOS PCIe settings and firmware, reseat the "
+                          "GPU/retimer cables; RMA if it persists after a cold boot.",
+    "RF-PCIE-FATAL": "`FatalErr+` in lspci: collect `lspci -vvv` and dmesg, update BIOS/IFWI, reseat; RMA if "
+                     "it recurs.",
+    "RF-GEMM-LOW": "GEMM below target: check clocks, power cap and temperature (`amd-smi metric`), that no "
+                   "other process uses the GPU, and the ROCm/hipBLASLt version; re-run once idle; RMA if one "
+                   "GPU stays low.",
+    "RF-HBM-LOW": "HBM bandwidth below target: check the memory partition (NPS1), ECC/retired pages and "
+                  "clocks; re-run; RMA if one GPU stays low.",
+    "RF-BW-HOST-LOW": "Host<->GPU bandwidth low: check the PCIe link (speed/width), NUMA pinning "
+                      "(`numactl`), IOMMU passthrough (`iommu=pt`) and BIOS settings; re-run TransferBench.",
+    "RF-BW-XGMI-LOW": "GPU<->GPU (xGMI) bandwidth low on the named pair: check xGMI error counters and "
+                      "firmware versions, reseat the UBB; RMA if the same link stays low.",
+    "RF-BW-NVLINK-LOW": "GPU<->GPU (NVLink) bandwidth low on the named pair: check `nvidia-smi nvlink -s` "
+                        "and fabric manager; RMA if the same link stays low.",
+    "RF-RCCL-BUSBW-LOW": "Collective bus bandwidth low: check every xGMI link first (TransferBench p2p), the "
+                         "RCCL version and env (NCCL_*/RCCL_*), and that all GPUs took part; re-run at the "
+                         "target size.",
+    "RF-RCCL-WRONG": "rccl-tests reported #wrong > 0 (data corruption): drain the node, run RVS/AGFHC to "
+                     "isolate the GPU, RMA.",
+    "RF-RCCL-DIP": "Bus bandwidth drops as messages grow: look for a weak link or throttling at that size; "
+                   "re-run with the same sizes to rule out noise.",
+    "RF-ECC": "ECC errors reported: record `amd-smi metric --ecc`, drain the node; uncorrectable errors mean "
+              "RMA.",
+    "RF-XGMI-ERRORS": "xGMI error counters are non-zero: record `rocm-smi --showxgmierr`, reset counters and "
+                      "re-test; reseat the UBB / RMA if they grow.",
+    "RF-POWER-LOW": "Could not reach the power target: check the power cap, PSU redundancy and BMC power "
+                    "limits; re-run IET.",
+    "RF-TEMP-HIGH": "GPU too hot: check fans, airflow and inlet temperature (BMC); re-check when idle.",
+    "RF-NET-LOW": "Network bandwidth low: check the NIC link, firmware, cabling and the GPU-NIC affinity.",
+    "RF-BELOW-TARGET": "Below target: compare with the same metric on a healthy node and re-run.",
+    "RF-ABOVE-TARGET": "Above the allowed maximum: compare with a healthy node and re-run.",
+    "RF-MISMATCH": "Value differs from the expected one: check the node against its declared spec.",
+    "RF-NOT-REPORTED": "The tool did not report this value: check its log for errors or truncation, then "
+                       "re-run it.",
+    "RF-BAD-MEASUREMENT": "The measurement is not a finite number: check the parser input and re-run the "
+                          "tool.",
+    "RF-NO-TARGET": "No target for this metric in the SKU profile: add it (with a source) to "
+                    "validation/targets/data/<sku>.yaml, or as an inventory override.",
+    "RF-TIMEOUT": "The tool ran past its time limit: check for a hung GPU (`dmesg`, `amd-smi`), kill stray "
+                  "processes, re-run with a longer timeout only if the GPU is healthy.",
+}
+
+# metric-name prefix -> code for a measurement on the failing side of its threshold (first match wins)
+_CODE_BY_PREFIX: tuple[tuple[str, str], ...] = (
+    ("pci_device_id", "RF-SKU-MISMATCH"),
+    ("vram_", "RF-VRAM-LOW"),
+    ("pcie_fatal", "RF-PCIE-FATAL"),
+    ("pcie_link_", "RF-PCIE-DOWNGRADED"),
+    ("gemm_", "RF-GEMM-LOW"),
+    ("rocblas_", "RF-GEMM-LOW"),
+    ("dcgm_sm_stress", "RF-GEMM-LOW"),
+    ("babelstream_", "RF-HBM-LOW"),
+    ("hbm_", "RF-HBM-LOW"),
+    ("rvs_mem_", "RF-HBM-LOW"),
+    ("tb_local_", "RF-HBM-LOW"),
+    ("tb_memset", "RF-HBM-LOW"),
+    ("dcgm_memory", "RF-HBM-LOW"),
+    ("tb_cpu_to_gpu", "RF-BW-HOST-LOW"),
+    ("tb_gpu_to_cpu", "RF-BW-HOST-LOW"),
+    ("tb_bidir", "RF-BW-HOST-LOW"),
+    ("rbt_cpu_gpu", "RF-BW-HOST-LOW"),
+    ("nvbandwidth_h2d", "RF-BW-HOST-LOW"),
+    ("nvbandwidth_d2h", "RF-BW-HOST-LOW"),
+    ("xgmi_pair", "RF-BW-XGMI-LOW"),
+    ("rbt_gpu_gpu", "RF-BW-XGMI-LOW"),
+    ("tb_a2a", "RF-BW-XGMI-LOW"),
+    ("tb_p2p", "RF-BW-XGMI-LOW"),
+    ("tb_example", "RF-BW-XGMI-LOW"),
+    ("tb_scaling", "RF-BW-XGMI-LOW"),
+    ("nvbandwidth_p2p", "RF-BW-NVLINK-LOW"),
+    ("allreduce_", "RF-RCCL-BUSBW-LOW"),
+    ("collective_wrong", "RF-RCCL-WRONG"),
+    ("collective_busbw_dip", "RF-RCCL-DIP"),
+    ("ecc_", "RF-ECC"),
+    ("xgmi_error", "RF-XGMI-ERRORS"),
+    ("iet_power", "RF-POWER-LOW"),
+    ("dcgm_targeted_power", "RF-POWER-LOW"),
+    ("gpu_temperature", "RF-TEMP-HIGH"),
+    ("ib_", "RF-NET-LOW"),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """One judgement. `measured` is kept for every status, SKIP included; `code`/`hint` empty on PASS."""
+
+    status: Status
+    subject: str
+    metric: str
+    measured: float | str | None
+    unit: str
+    target: Target | None
+    reason: str
+    code: str = ""
+    hint: str = ""
+
+
+def failure_code(metric: str, target: Target | None = None, measured: float | str | None = None) -> str:
+    """The stable code for `metric` measured on the failing side of its target."""
+    if metric == "gpu_count":
+        expected = target.value if target is not None else None
+        if isinstance(measured, (int, float)) and isinstance(expected, (int, float)):
+            return "RF-GPU-MISSING" if measured < expected else "RF-GPU-COUNT"
+        return "RF-GPU-MISSING"
+    for prefix, code in _CODE_BY_PREFIX:
+        if metric.startswith(prefix):
+            return code
+    if target is not None and target.direction == EQUAL:
+        return "RF-MISMATCH"
+    if target is not None and target.direction != HIGHER_IS_BETTER:
+        return "RF-ABOVE-TARGET"
+    return "RF-BELOW-TARGET"
+
+
+def judge_value(metric: str, subject: str, measured: float | str | None, profile: TargetProfile) -> Verdict:
+    """Judge one measurement of `metric` for `subject` ("gpu3", "node", "gpu5 -> gpu2")."""
+    target = profile.get(metric)
+    if target is None:
+        return _verdict(Status.ERROR, subject, metric, measured, None, "RF-NO-TARGET",
+                        f"{subject} {metric}: no target in profile {profile.name}")
+    return judge_target(target, subject, measured)
+
+
+def judge_target(target: Target, subject: str, measured: float | str | None) -> Verdict:
+    """Judge one measurement against one target."""
+    metric, unit = target.metric, target.unit
+    if measured is None:
+        return _verdict(Status.ERROR, subject, metric, None, target, "RF-NOT-REPORTED",
+                        f"{subject} {metric}: not reported (target {_target_text(target)})")
+    if isinstance(measured, bool) or not isinstance(measured, (int, float, str)):
+        return _verdict(Status.ERROR, subject, metric, None, target, "RF-BAD-MEASUREMENT",
+                        f"{subject} {metric}: measurement {measured!r} is not a number")
+    if isinstance(measured, float) and not math.isfinite(measured):
+        return _verdict(Status.ERROR, subject, metric, measured, target, "RF-BAD-MEASUREMENT",
+                        f"{subject} {metric}: measurement {measured!r} is not a finite number")
+    shown = _fmt(measured)
+    if target.record_only or target.threshold is None:
+        return _verdict(Status.SKIP, subject, metric, measured, target, "",
+                        f"record only: {subject} {metric} {shown} {unit}; no threshold ({target.source})")
+    threshold = target.threshold
+    if target.direction == EQUAL or isinstance(threshold, str):
+        if _same(measured, threshold):
+            return _verdict(Status.PASS, subject, metric, measured, target, "",
+                            f"{subject} {metric} {shown} {unit} == {_fmt(threshold)} {unit}")
+        code = failure_code(metric, target, measured)
+        return _verdict(Status.FAIL, subject, metric, measured, target, code,
+                        f"{subject} {metric} {shown} {unit} != expected {_fmt(threshold)} {unit} "
+                        f"({target.source})")
+    if isinstance(measured, str):
+        return _verdict(Status.ERROR, subject, metric, measured, target, "RF-BAD-MEASUREMENT",
+                        f"{subject} {metric}: measurement {measured!r} is not a number")
+    code = failure_code(metric, target, measured)
+    warn_line = target.warn_line
+    if target.direction == HIGHER_IS_BETTER:
+        if measured < threshold:
+            return _verdict(Status.FAIL, subject, metric, measured, target, code,
+                            f"{subject} {metric} {shown} {unit} < floor {_fmt(threshold)} {unit} "
+                            f"({target.source})")
+        if warn_line is not None and measured < warn_line:
+            return _verdict(Status.WARN, subject, metric, measured, target, code,
+                            f"{subject} {metric} {shown} {unit} < warn line {_fmt(warn_line)} {unit} "
+                            f"(floor {_fmt(threshold)} {unit}; {target.source})")
+        return _verdict(Status.PASS, subject, metric, measured, target, "",
+                        f"{subject} {metric} {shown} {unit} >= floor {_fmt(threshold)} {unit}")
+    if measured > threshold:
+        return _verdict(Status.FAIL, subject, metric, measured, target, code,
+                        f"{subject} {metric} {shown} {unit} > ceiling {_fmt(threshold)} {unit} "
+                        f"({target.source})")
+    if warn_line is not None and measured > warn_line:
+        return _verdict(Status.WARN, subject, metric, measured, target, code,
+                        f"{subject} {metric} {shown} {unit} > warn line {_fmt(warn_line)} {unit} "
+                        f"(ceiling {_fmt(threshold)} {unit}; {target.source})")
+    return _verdict(Status.PASS, subject, metric, measured, target, "",
+                    f"{subject} {metric} {shown} {unit} <= ceiling {_fmt(threshold)} {unit}")
+
+
+def judge_count(metric: str, subject: str, count: int | None, profile: TargetProfile) -> Verdict:
+    """Error counters and other equality metrics (ECC, xGMI errors, #wrong, GPU count)."""
+    return judge_value(metric, subject, count, profile)
+
+
+def judge_missing(metric: str, subject: str, profile: TargetProfile | None = None) -> Verdict:
+    """A measurement the tool should have produced but did not."""
+    target = profile.get(metric) if profile is not None else None
+    return _verdict(Status.ERROR, subject, metric, None, target, "RF-NOT-REPORTED",
+                    f"{subject} {metric}: not reported")
+
+
+def judge_timeout(metric: str, subject: str, seconds: float, profile: TargetProfile | None = None) -> Verdict:
+    """The tool behind `metric` hit its time limit; TIMEOUT, never FAIL."""
+    target = profile.get(metric) if profile is not None else None
+    return _verdict(Status.TIMEOUT, subject, metric, None, target, "RF-TIMEOUT",
+                    f"{subject} {metric}: timed out after {_fmt(float(seconds))} s; no measurement")
+
+
+def judge_links(
+    links: Iterable[LinkBandwidth],
+    metric: str,
+    profile: TargetProfile,
+    *,
+    expected_pairs: Iterable[tuple[str, str]] | None = None,
+) -> list[Verdict]:
+    """One verdict per directed pair ("gpu5 -> gpu2"), in the order given; self-links are skipped.
+
+    A pair measured twice keeps the lower (worse) reading. With `expected_pairs`, every pair that
+    was not measured becomes an ERROR "not reported" so a missing GPU cannot pass by absence.
+    """
+    best: dict[tuple[str, str], float] = {}
+    for link in links:
+        if link.src == link.dst:
+            continue
+        key = (link.src, link.dst)
+        best[key] = min(best[key], link.gb_s) if key in best else link.gb_s
+    verdicts = [judge_value(metric, f"{src} -> {dst}", gb_s, profile) for (src, dst), gb_s in best.items()]
+    for src, dst in expected_pairs or ():
+        if src != dst and (src, dst) not in best:
+            verdicts.append(judge_value(metric, f"{src} -> {dst}", None, profile))
+    return verdicts
+
+
+def all_pairs(endpoints: Iterable[str]) -> list[tuple[str, str]]:
+    """Every ordered pair of distinct endpoints: 8 GPUs -> 56 pairs."""
+    names = list(endpoints)
+    return [(a, b) for a in names for b in names if a != b]
+
+
+def judge_no_dip(
+    metric: str,
+    subject: str,
+    series: Iterable[tuple[int, float | None]],
+    profile: TargetProfile,
+    *,
+    series_unit: str = "GB/s",
+) -> Verdict:
+    """A value must not drop by more than the target fraction as the size grows (CVS check_bw_dip).
+
+    series: (size_bytes, value) points; the dip target (e.g. collective_busbw_dip_max_fraction,
+    0.05) is the largest allowed relative drop from one size to the next larger one.
+    """
+    target = profile.get(metric)
+    if target is None:
+        return _verdict(Status.ERROR, subject, metric, None, None, "RF-NO-TARGET",
+                        f"{subject} {metric}: no target in profile {profile.name}")
+    points = sorted((size, value) for size, value in series if value is not None)
+    if len(points) < 2:
+        return _verdict(Status.ERROR, subject, metric, None, target, "RF-NOT-REPORTED",
+                        f"{subject} {metric}: fewer than two sizes reported; cannot check for dips")
+    worst_drop, worst_at = 0.0, (points[0], points[0])
+    dips: list[str] = []
+    for prev, cur in itertools.pairwise(points):
+        if prev[1] <= 0:
+            continue
+        drop = (prev[1] - cur[1]) / prev[1]
+        if drop > worst_drop:
+            worst_drop, worst_at = drop, (prev, cur)
+        if target.threshold is not None and not isinstance(target.threshold, str) and drop > target.threshold:
+            dips.append(f"{_step(prev, cur, series_unit)} (-{drop * 100:.1f}%)")
+    drop_fraction = round(worst_drop, 6)
+    verdict = judge_target(target, subject, drop_fraction)
+    if verdict.status in (Status.FAIL, Status.WARN):
+        detail = "; ".join(dips) if dips else _step(*worst_at, series_unit)
+        verdict = _verdict(verdict.status, subject, metric, drop_fraction, target, verdict.code,
+                           f"{subject} {metric}: bandwidth dips as size grows: {detail}; allowed drop "
+                           f"{_fmt(float(target.value or 0))} ({target.source})")
+    return verdict
+
+
+def aggregate(verdicts: Iterable[Verdict]) -> Status:
+    """The worst status of a group. An empty group is ERROR: no verdict is never a pass."""
+    statuses = [v.status for v in verdicts]
+    if not statuses:
+        return Status.ERROR
+    return worst(statuses)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _verdict(status: Status, subject: str, metric: str, measured: float | str | None, target: Target | None,
+             code: str, reason: str) -> Verdict:
+    return Verdict(status=status, subject=subject, metric=metric, measured=measured,
+                   unit=target.unit if target is not None else "", target=target, reason=reason,
+                   code=code, hint=CODES.get(code, "") if code else "")
+
+
+def _same(measured: float | str, expected: float | str) -> bool:
+    if isinstance(expected, str) or isinstance(measured, str):
+        return _norm_id(str(measured)) == _norm_id(str(expected))
+    return float(measured) == float(expected)
+
+
+def _norm_id(text: str) -> str:
+    text = text.strip().lower()
+    if ":" in text:
+        text = text.split(":")[-1]
+    try:
+        return f"0x{int(text.removeprefix('0x'), 16):04x}"
+    except ValueError:
+        return text
+
+
+def _fmt(value: float | str) -> str:
+    if isinstance(value, (str, int)):
+        return str(value)
+    text = f"{value:.3f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+def _step(prev: tuple[int, float], cur: tuple[int, float], unit: str) -> str:
+    return f"{_fmt(prev[1])} -> {_fmt(cur[1])} {unit} from {_size(prev[0])} to {_size(cur[0])}"
+
+
+def _size(size_bytes: int) -> str:
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size_bytes >= factor and size_bytes % factor == 0:
+            return f"{size_bytes // factor} {unit}"
+    return f"{size_bytes} B"
+
+
+def _target_text(target: Target) -> str:
+    if target.record_only or target.threshold is None:
+        return "record only"
+    return f"{_fmt(target.threshold)} {target.unit}, {target.source}"
