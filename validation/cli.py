@@ -55,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     as_json = bool(getattr(args, "json", False))
     try:
         return int(args.run(args))
+    except BrokenPipeError:  # `rocm-fleet ... --json | head`: the reader left; not an error
+        sys.stderr.close()
+        return EXIT_PASS
     except RocmFleetError as exc:
         if args.debug:
             log.exception("rocm-fleet error")
