@@ -1,0 +1,106 @@
+"""Run one external tool with a timeout and keep whatever it printed.
+
+`run()` never raises for a non-zero exit or a timeout: those are facts the caller records
+(`rc`, `timed_out`). It raises `ProbeError` only when the tool cannot be started at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from validation.errors import ProbeError
+
+log = logging.getLogger(__name__)
+
+# After the kill, how long to wait for the pipes to drain (the group is dead by then).
+_DRAIN_S = 5.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RawRun:
+    """One finished (or killed) command. `rc` is None when the command was killed on timeout."""
+
+    argv: tuple[str, ...]
+    rc: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0 and not self.timed_out
+
+
+def which(tool: str, path: str | None = None) -> str | None:
+    """Absolute path of `tool` on PATH (or on `path`), None when it is absent."""
+    return shutil.which(tool, path=path)
+
+
+def run(
+    argv: Sequence[str],
+    timeout_s: float,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+) -> RawRun:
+    """Run argv (no shell) with a wall-clock limit; on timeout kill its whole process group.
+
+    This is `subprocess.run(argv, timeout=..., capture_output=True, text=True, check=False)`
+    spelled out with Popen, because `subprocess.run` kills only the direct child on timeout and
+    does not tell us its pid: a tool that forked (mpirun, a shell wrapper) would keep running.
+    The child starts in its own session, so `os.killpg` reaches every process it started, and
+    the output printed before the kill is kept.
+    """
+    argv = tuple(str(a) for a in argv)
+    full_env = None if env is None else {**os.environ, **env}
+    start = time.perf_counter()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            env=full_env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ProbeError(f"cannot start {argv[0]!r}: {exc.strerror or exc}; install it or put it on PATH") from exc
+    timed_out = False
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        log.warning("%s ran past %.1f s; killing its process group", argv[0], timeout_s)
+        _kill_group(proc.pid)
+        try:
+            # communicate() again returns everything read so far plus what is left in the pipes.
+            stdout, stderr = proc.communicate(timeout=_DRAIN_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+    seconds = time.perf_counter() - start
+    return RawRun(
+        argv=argv,
+        rc=None if timed_out else proc.returncode,
+        stdout=stdout or "",
+        stderr=stderr or "",
+        seconds=seconds,
+        timed_out=timed_out,
+    )
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the group ended between timeout and kill
+        os.killpg(pid, signal.SIGKILL)
