@@ -19,6 +19,9 @@ CHECK_CODES: dict[str, str] = {
     "RF-GPU-MISSING": "Fewer GPUs than declared: check `lspci -d 1002:` and dmesg for init errors; power-cycle, "
                       "reseat, RMA if it stays missing.",
     "RF-TOOL-FAILED": "A tool failed to run; its output is in the results file.",
+    "RF-NO-NVIDIA-GPU": "nvidia-smi does not answer: check the NVIDIA driver (`nvidia-smi`, dmesg NVRM lines).",
+    "RF-PROBE-WRONG-RESULT": "A probe computed a wrong result on the named GPU: drain the node, re-run, and run "
+                             "the vendor diagnostics (RVS/AGFHC or dcgmi diag) on that GPU; RMA if it repeats.",
 }
 
 

@@ -17,6 +17,7 @@ import pytest
 from validation.checks.outcome import CheckFailure
 from validation.checks.results import NodeResults
 from validation.checks.spec import Spec, load_spec_file, role_defaults
+from validation.checks.targets_fixture import targets  # noqa: F401  (registers the fixture)
 
 TIERS = {"smoke": "seconds", "quick": "minutes", "acceptance": "hours"}
 CHECKS_DIR = Path(__file__).resolve().parent
@@ -93,10 +94,11 @@ def _results_for(item: pytest.Item, name: str) -> NodeResults | None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     outcome = yield
     report = outcome.get_result()
-    if not _is_check(item) or "host" not in getattr(item, "funcargs", {}):
+    host = getattr(getattr(item, "callspec", None), "params", {}).get("_testinfra_host")
+    if not _is_check(item) or host is None:
         return
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        results = _results_for(item, node_name(item.funcargs["host"], item.config.getoption("--rf-node")))
+        results = _results_for(item, node_name(host, item.config.getoption("--rf-node")))
         if results is None:
             return
         code, hint, message = None, None, ""
@@ -118,6 +120,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
                            "needs_gpu": item.get_closest_marker("gpu") is not None,
                            "status": status, "code": code, "message": message, "hint": hint,
                            "duration_s": round(report.duration, 3)})
+
+
+@pytest.fixture
+def record(host: Any, request: pytest.FixtureRequest) -> Any:
+    """record(metric, subject, value, unit, *, higher_is_better=True, status="pass", **extra):
+    add one measurement to this node's results document (kept also when the check fails later)."""
+    results = _results_for(request.node, node_name(host, request.config.getoption("--rf-node")))
+
+    def add(metric: str, subject: str, value: float | None, unit: str, *, higher_is_better: bool = True,
+            status: str = "pass", **extra: Any) -> None:
+        if results is not None:
+            results.add_measurement({"metric": metric, "subject": subject, "value": value, "unit": unit,
+                                     "higher_is_better": higher_is_better, "status": status,
+                                     "check": request.node.nodeid.split("[")[0], **extra})
+    return add
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

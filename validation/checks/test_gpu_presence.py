@@ -8,15 +8,18 @@ import pytest
 
 from validation.checks.outcome import expect
 from validation.errors import ParseError
-from validation.parsers import rocminfo
+from validation.parsers import nvidia_smi, rocminfo
 
 pytestmark = [pytest.mark.smoke, pytest.mark.gpu]
 
 
-def _declared_gpus(spec: dict) -> int:
+def _declared_gpus(spec: dict, vendor: str = "amd") -> int:
     count = spec.get("validation_gpu_count")
     if count is None:
         pytest.skip("spec declares no validation_gpu_count")
+    declared_vendor = spec.get("validation_gpu_vendor", "amd")
+    if declared_vendor != vendor:
+        pytest.skip(f"spec declares {declared_vendor} GPUs; this check is for {vendor}")
     return int(count)
 
 
@@ -48,3 +51,20 @@ def test_rocminfo_lists_every_declared_gpu(host: Any, spec: dict) -> None:
     expect(found == declared, "RF-GPU-MISSING",
            f"rocminfo lists {found} GPU agents, spec declares {declared}: "
            f"{', '.join(g.marketing_name or '?' for g in record.gpus) or 'none'}")
+
+
+def test_nvidia_smi_lists_every_declared_gpu(host: Any, spec: dict) -> None:
+    """NVIDIA nodes of a mixed fleet: discovery through nvidia-smi's query CSV."""
+    declared = _declared_gpus(spec, vendor="nvidia")
+    run = host.run("timeout 60 nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total --format=csv")
+    expect(run.rc == 0, "RF-NO-NVIDIA-GPU",
+           f"nvidia-smi failed (rc {run.rc}): {(run.stderr or run.stdout).strip()[:300]}")
+    try:
+        record = nvidia_smi.parse(run.stdout)
+    except ParseError as exc:
+        expect(False, "RF-TOOL-FAILED", f"nvidia-smi output not understood: {exc}")
+        return
+    found = len(record.gpus)
+    expect(found == declared, "RF-GPU-MISSING",
+           f"nvidia-smi lists {found} GPUs, spec declares {declared}: "
+           f"{', '.join(f'{g.index}:{g.name}' for g in record.gpus) or 'none'}")

@@ -14,6 +14,12 @@ from validation.errors import CompatibilityError
 pytestmark = pytest.mark.smoke
 
 
+@pytest.fixture(autouse=True)
+def _rocm_node(spec: dict) -> None:
+    if not spec.get("rocm_version"):
+        pytest.skip("spec declares no ROCm stack (rocm_version unset): not a ROCm node")
+
+
 def test_declared_rocm_and_driver_are_a_supported_combination(host: Any, spec: dict) -> None:
     driver = spec.get("amdgpu_driver_version") if spec.get("amdgpu_driver_mode", "dkms") == "dkms" else "inbox"
     combo = compat.Combination(rocm_version=str(spec["rocm_version"]), driver_version=str(driver),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.metadata
 import subprocess
 import sys
 from pathlib import Path
@@ -34,12 +35,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+def _plugin_installed() -> bool:
+    """True when the pytest11 entry point registers the checks plugin (a pip-installed suite)."""
+    return any(ep.value == "validation.checks.plugin" for ep in importlib.metadata.entry_points(group="pytest11"))
+
+
 def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
     checks = Path(__file__).resolve().parents[1] / "checks"
     expr = TIER_EXPR[args.tier] + (" and not gpu" if args.no_gpu else "")
     argv = [sys.executable, "-m", "pytest", "-c", str(checks / "pytest.ini"), "--rootdir", str(checks),
             str(checks), f"--hosts={args.hosts}", "-m", expr, f"--rf-results={results}",
             f"--junitxml={results / 'junit.xml'}", "-o", "junit_family=xunit2"]
+    if not _plugin_installed():           # running from a checkout on PYTHONPATH (e.g. a lent GPU machine)
+        argv[3:3] = ["-p", "validation.checks.plugin"]
     if args.inventory:
         argv.append(f"--ansible-inventory={args.inventory}")
     if args.spec:

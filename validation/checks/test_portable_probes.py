@@ -1,0 +1,127 @@
+"""Portable probes (PyTorch on ROCm or CUDA, the HIP kernel): per-GPU numbers, judged or recorded.
+
+They run inside the node's own pytest process, so they need `--hosts=local://` (which is how
+playbooks/validate.yml runs the suite on every node). Every number lands in the node's results
+with its verdict: judged where the SKU profile has a target for it, otherwise recorded with the
+reason that no published target exists. A wrong result always fails.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from validation.checks.outcome import expect
+from validation.judge import judge_value
+from validation.records import Status
+
+pytestmark = [pytest.mark.quick, pytest.mark.gpu]
+
+MATMUL_DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32", "fp64")
+
+
+@pytest.fixture(scope="module")
+def torch_gpus(host: Any) -> tuple[Any, ...]:
+    if host.backend.NAME != "local":
+        pytest.skip("portable probes run on the node itself: use --hosts=local:// (playbooks/validate.yml does)")
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed on this node; portable probes need it")
+    from validation.probes import torch_probes
+
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no GPU (torch.cuda.is_available() is false); the presence checks say why")
+    return torch_probes.gpu_devices()
+
+
+def judge_and_record(record: Any, targets: Any, metric: str, subject: str, value: float | None, unit: str,
+                     **extra: Any) -> Status:
+    """Judge against the SKU's target when it has one; otherwise record with the reason."""
+    if targets.get(metric) is None:
+        record(metric, subject, value, unit, status="skip",
+               reason=f"record only: no published {metric} target for {targets.name}", **extra)
+        return Status.SKIP
+    verdict = judge_value(metric, subject, value, targets)
+    record(metric, subject, value, unit, status=verdict.status.value, reason=verdict.reason, code=verdict.code,
+           **extra)
+    expect(verdict.status in (Status.PASS, Status.WARN, Status.SKIP), verdict.code or "RF-NOT-REPORTED",
+           verdict.reason, verdict.hint)
+    return verdict.status
+
+
+def _measurement_extra(m: Any) -> dict[str, Any]:
+    return {"samples": list(m.values), "spread_pct": m.spread_pct, "repeats": len(m.values)}
+
+
+@pytest.mark.parametrize("dtype", MATMUL_DTYPES)
+def test_matmul_tflops_per_gpu(torch_gpus: tuple, targets: Any, record: Any, dtype: str) -> None:
+    from validation.probes import torch_probes
+
+    for device in torch_gpus:
+        result = torch_probes.matmul_tflops(device, dtype)
+        subject = torch_probes.label(device)
+        if isinstance(result, torch_probes.ProbeSkip):
+            record(f"torch_matmul_{dtype}_tflops", subject, None, "TFLOPS", status="skip", reason=result.reason)
+            continue
+        expect(result.correct, "RF-PROBE-WRONG-RESULT",
+               f"{subject} {dtype} matmul result wrong: max relative error {result.max_rel_err:.3g} "
+               f"> {result.tolerance:.3g}")
+        judge_and_record(record, targets, f"torch_matmul_{dtype}_tflops", subject, result.tflops.median, "TFLOPS",
+                         size=[result.m, result.n, result.k], **_measurement_extra(result.tflops))
+
+
+def test_device_copy_bandwidth_per_gpu(torch_gpus: tuple, targets: Any, record: Any) -> None:
+    from validation.probes import torch_probes
+
+    for device in torch_gpus:
+        result = torch_probes.device_copy_gb_s(device)
+        subject = torch_probes.label(device)
+        expect(result.checksum_ok, "RF-PROBE-WRONG-RESULT", f"{subject} device copy checksum mismatch")
+        judge_and_record(record, targets, "torch_device_copy_gb_s", subject, result.gb_s.median, "GB/s",
+                         counting=result.counting, **_measurement_extra(result.gb_s))
+
+
+def test_pinned_host_copy_per_gpu(torch_gpus: tuple, targets: Any, record: Any) -> None:
+    from validation.probes import torch_probes
+
+    for device in torch_gpus:
+        result = torch_probes.pinned_copy_gb_s(device)
+        subject = torch_probes.label(device)
+        if isinstance(result, torch_probes.ProbeSkip):
+            record("torch_h2d_gb_s", subject, None, "GB/s", status="skip", reason=result.reason)
+            continue
+        expect(result.checksum_ok, "RF-PROBE-WRONG-RESULT", f"{subject} host copy checksum mismatch")
+        extra = {"numa_node": result.numa_node, "cpus": len(result.cpus)}
+        judge_and_record(record, targets, "torch_h2d_gb_s", f"{result.host} -> {subject}", result.h2d_gb_s.median,
+                         "GB/s", **extra, **_measurement_extra(result.h2d_gb_s))
+        judge_and_record(record, targets, "torch_d2h_gb_s", f"{subject} -> {result.host}", result.d2h_gb_s.median,
+                         "GB/s", **extra, **_measurement_extra(result.d2h_gb_s))
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_conv2d_forward_per_gpu(torch_gpus: tuple, targets: Any, record: Any, dtype: str) -> None:
+    from validation.probes import torch_probes
+
+    for device in torch_gpus:
+        subject = torch_probes.label(device)
+        for shape in torch_probes.RESNET50_SHAPES:
+            result = torch_probes.conv2d_tflops(device, shape, dtype)
+            metric = f"torch_conv2d_{shape.name}_{dtype}_tflops"
+            expect(result.correct, "RF-PROBE-WRONG-RESULT", f"{subject} conv2d {shape.name} {dtype} result wrong")
+            judge_and_record(record, targets, metric, subject, result.tflops.median, "TFLOPS",
+                             library=torch_probes.conv_library(), **_measurement_extra(result.tflops))
+
+
+def test_hip_kernel_builds_and_checks_itself_on_every_gpu(torch_gpus: tuple, record: Any) -> None:
+    from validation.probes import hip_probe
+
+    if hip_probe.pick_compiler() is None:
+        pytest.skip("neither hipcc nor nvcc is on PATH; the HIP probe needs one of them")
+    run = hip_probe.hip_probe()
+    expect(run.output is not None, "RF-TOOL-FAILED", f"HIP probe did not produce output: {run.reason}")
+    wrong = [f"gpu{g.gpu}: {g.result} {g.error or ''}".strip() for g in run.output.gpus if g.result != "ok"]
+    for g in run.output.gpus:
+        record("hip_probe_kernel_ms", f"gpu{g.gpu}", g.kernel_ms, "ms", higher_is_better=False,
+               status="pass" if g.result == "ok" else "fail", platform=run.output.platform)
+    expect(run.output.devices == len(torch_gpus), "RF-GPU-MISSING",
+           f"the HIP probe saw {run.output.devices} GPUs, PyTorch sees {len(torch_gpus)}")
+    expect(not wrong, "RF-PROBE-WRONG-RESULT", "; ".join(wrong))
