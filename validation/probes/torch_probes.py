@@ -32,7 +32,9 @@ DEFAULT_MATMUL_SIZE = 8192
 DEFAULT_COPY_BYTES = 4 * GIB
 DEFAULT_PINNED_BYTES = GIB
 DEFAULT_PEER_BYTES = GIB
-TARGET_SAMPLE_S = 0.05
+TARGET_SAMPLE_S = 0.1
+# GPUs settle into their sustained clock under load: warm up at least this long before timing.
+GPU_WARMUP_MIN_S = 1.0
 MAX_ITERATIONS = 1000
 CHECK_SLICE = 64  # rows/columns of the result compared against a float64 reference
 
@@ -297,6 +299,8 @@ def _timed(
     """Time batches of `step` (each batch ends with a device sync); returns the timing and the
     number of operations per batch."""
     iterations = _iterations(step, devices, target_sample_s)
+    if any(d.type == "cuda" for d in devices):
+        warmup = max(warmup, math.ceil(GPU_WARMUP_MIN_S / max(target_sample_s, 1e-3)))
 
     def sample() -> None:
         for _ in range(iterations):
