@@ -1,0 +1,705 @@
+"""Parse `amd-smi` output: list/static/metric/firmware (text tree), topology and xgmi tables,
+monitor, the 7.x boxed default view, and `--json` (bare list, 6.1+ value/unit objects, and
+the 7.x `gpu_data` wrapper).
+
+The sub-command is detected from the content; a leading `$ amd-smi ...` line is only kept as
+`command_line`. amd-smi's "MB" is 2^20 bytes (196592 MB on a 192 GiB MI300X), hence `_mib`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from validation.errors import ParseError
+from validation.parsers import _indent_tree
+from validation.parsers._text import numbered, require_text
+
+TOOL = "amd-smi"
+
+_BDF = r"(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
+_TREE_LINE = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z0-9_][A-Za-z0-9_ ./()-]*?):(?: (?P<value>.*))?$")
+_TOP = re.compile(r"^(GPU|CPU|CORE): (\d+)$")
+_TABLE_TITLE = re.compile(r"^([A-Z][A-Z ]*) TABLE:$")
+_MARKERS = ("[output truncated]", "...", "[...]")
+_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?")
+_UNITS = {"W", "°C", "C", "%", "MHz", "MB", "GB", "KB", "mV", "J", "GT/s", "Gb/s", "B"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Gpu:
+    """What one amd-smi view reports about one GPU; None = not in this view."""
+
+    index: int
+    bdf: str | None = None
+    uuid: str | None = None
+    market_name: str | None = None
+    device_id: int | None = None  # 0x74a1 for MI300X
+    oam_id: int | None = None
+    vram_type: str | None = None
+    vram_total_mib: int | None = None
+    vram_used_mib: int | None = None
+    firmware: dict[str, str] = field(default_factory=dict)  # FW_ID -> FW_VERSION
+    power_w: float | None = None  # socket power
+    power_cap_w: float | None = None
+    temperature_hotspot_c: float | None = None
+    temperature_edge_c: float | None = None
+    temperature_memory_c: float | None = None
+    gfx_util_pct: float | None = None
+    mem_util_pct: float | None = None
+    gfx_clock_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    ecc_correctable: int | None = None
+    ecc_uncorrectable: int | None = None
+    ecc_deferred: int | None = None
+    # metric XGMI_ERR as printed: an amdsmi_xgmi_status_t name (NO_ERRORS, ERROR, MULTIPLE_ERRORS)
+    # or "N/A"; amd-smi reports a status here, not a count
+    xgmi_error_status: str | None = None
+    compute_partition: str | None = None
+    memory_partition: str | None = None
+    pcie_width_max: int | None = None
+    pcie_speed_max_gt_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopologyLink:
+    """One ordered GPU pair from `amd-smi topology` (SELF pairs are left out)."""
+
+    src_bdf: str
+    dst_bdf: str
+    src_gpu: int | None = None
+    dst_gpu: int | None = None
+    link_type: str | None = None  # XGMI, PCIE
+    hops: int | None = None
+    weight: int | None = None
+    accessible: bool | None = None
+    numa_bandwidth: str | None = None  # "50000-50000" (min-max, as printed)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class XgmiLink:
+    """One ordered GPU pair from `amd-smi xgmi`'s LINK METRIC TABLE."""
+
+    src_gpu: int
+    src_bdf: str
+    dst_bdf: str
+    link_type: str | None
+    bit_rate_gbit_s: float | None
+    max_bandwidth_gbit_s: float | None
+    read_kb: int | None  # accumulated since driver load, as printed in KB
+    write_kb: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AmdSmiRecord:
+    """The parsed amd-smi output of one command."""
+
+    command: str  # list, static, metric, firmware, topology, xgmi, monitor, default
+    output_format: str  # text, json
+    command_line: str | None
+    tool_version: str | None
+    rocm_version: str | None
+    driver_version: str | None
+    gpus: tuple[Gpu, ...]
+    links: tuple[TopologyLink, ...]
+    xgmi: tuple[XgmiLink, ...]
+    cpu_count: int
+    truncated: bool
+
+
+def parse(text: str) -> AmdSmiRecord:
+    """Parse any supported amd-smi view; raises ParseError on anything else."""
+    require_text(TOOL, text)
+    lines = [(n, line.rstrip()) for n, line in numbered(text)]
+    command_line = None
+    body: list[tuple[int, str]] = []
+    for n, line in lines:
+        if not body and not line.strip():
+            continue
+        if not body and command_line is None and line.startswith("$ "):
+            command_line = line[2:].strip()
+            continue
+        if line.lstrip().startswith("WARNING:"):
+            continue
+        body.append((n, line))
+    if not body:
+        raise ParseError(TOOL, "no output after the command line", expected="amd-smi output")
+    first = body[0][1].strip()
+    if first.startswith(("[", "{")):
+        return _parse_json(body, command_line)
+    if first.startswith("+---"):
+        return _parse_box(body, command_line)
+    if _TABLE_TITLE.match(first):
+        return _parse_tables(body, command_line)
+    if first.startswith("GPU ") and not _TOP.match(first):
+        return _parse_monitor(body, command_line)
+    if _TOP.match(first):
+        return _parse_tree(body, command_line)
+    n, line = body[0]
+    raise ParseError(TOOL, "unrecognised amd-smi output", line_no=n, line=line,
+                     expected="'GPU: N', a '... TABLE:' title, a monitor header, a boxed view or JSON",
+                     hint="is this amd-smi output?")
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def _number(raw: Any, n: int | None = None, line: str | None = None, what: str = "value") -> float | None:
+    """A number from '234 W', '42 °C', 100, {'value': 10, 'unit': 'W'}; None for N/A."""
+    if isinstance(raw, dict):
+        raw = raw.get("value")
+    if raw is None or isinstance(raw, bool):
+        return None
+    if isinstance(raw, (int, float)):
+        return float(raw)
+    text = str(raw).strip()
+    if text.startswith("N/A") or text == "":
+        return None
+    match = _NUMBER.match(text)
+    if match is None:
+        raise ParseError(TOOL, f"cannot read {what} from {text!r}", line_no=n, line=line,
+                         expected=f"a number (with unit) or N/A for {what}")
+    return float(match.group(0))
+
+
+def _int(raw: Any, n: int | None = None, line: str | None = None, what: str = "value") -> int | None:
+    value = _number(raw, n, line, what)
+    return None if value is None else int(value)
+
+
+def _hex(raw: str | None) -> int | None:
+    if raw is None or not re.fullmatch(r"0x[0-9a-fA-F]+", raw.strip()):
+        return None
+    return int(raw, 16)
+
+
+def _text_or_none(raw: Any) -> str | None:
+    if isinstance(raw, dict):
+        raw = raw.get("value")
+    if raw is None:
+        return None
+    text = str(raw).strip()
+    return None if text in ("", "N/A") else text
+
+
+# --- text tree: list / static / metric / firmware -------------------------------------------
+
+def _parse_tree(body: list[tuple[int, str]], command_line: str | None) -> AmdSmiRecord:
+    entries: list[tuple[int, str, int, str, str | None]] = []
+    truncated = False
+    for n, line in body:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped in _MARKERS:
+            truncated = True
+            continue
+        m = _TREE_LINE.match(line)
+        if m is None:
+            # amd-smi wraps long list values ("[0 %, ..." continues on the next line)
+            if entries and (entries[-1][4] or "").startswith("[") and "]" not in (entries[-1][4] or ""):
+                ln, full, ind, key, value = entries[-1]
+                entries[-1] = (ln, full, ind, key, f"{value} {stripped}")
+                continue
+            raise ParseError(TOOL, "unrecognised line in a 'GPU: N' view", line_no=n, line=line,
+                             expected="'KEY: value' or 'KEY:' indented under 'GPU: N'")
+        value = m.group("value")
+        entries.append((n, line, len(m.group("indent")), m.group("key").strip(),
+                        value.strip() if value is not None else None))
+    roots = _indent_tree.build(entries)
+    gpus: list[Gpu] = []
+    cpu_count = 0
+    sections: set[str] = set()
+    for root in roots:
+        top = _TOP.match(f"{root.key}: {root.value}")
+        if top is None or root.indent != 0:
+            raise ParseError(TOOL, "top-level entry is not 'GPU: N', 'CPU: N' or 'CORE: N'",
+                             line_no=root.line_no, line=root.line, expected="'GPU: N'")
+        if top.group(1) != "GPU":
+            cpu_count += top.group(1) == "CPU"
+            continue
+        sections.update(c.key for c in root.children)
+        gpus.append(_gpu_from_tree(int(top.group(2)), root))
+    if not gpus and not cpu_count:
+        raise ParseError(TOOL, "no 'GPU: N' entries found", expected="at least one 'GPU: N' block")
+    return AmdSmiRecord(command=_command_from_sections(sections), output_format="text",
+                        command_line=command_line, tool_version=None, rocm_version=None,
+                        driver_version=None, gpus=tuple(gpus), links=(), xgmi=(),
+                        cpu_count=cpu_count, truncated=truncated)
+
+
+def _command_from_sections(sections: set[str]) -> str:
+    if "FW_LIST" in sections:
+        return "firmware"
+    if sections & {"ASIC", "BUS", "VBIOS", "BOARD", "VRAM", "LIMIT", "DRIVER"}:
+        return "static"
+    if sections & {"USAGE", "POWER", "CLOCK", "TEMPERATURE", "ECC", "ECC_BLOCKS", "PCIE", "MEM_USAGE",
+                   "XGMI_ERR", "ENERGY", "THROTTLE"}:
+        return "metric"
+    if sections <= {"BDF", "UUID", "KFD_ID", "NODE_ID", "PARTITION_ID"}:
+        return "list"
+    return "unknown"
+
+
+def _gpu_from_tree(index: int, root: _indent_tree.Node) -> Gpu:
+    def num(*path: str) -> float | None:
+        node: _indent_tree.Node | None = root
+        for key in path:
+            node = node.child(key) if node is not None else None
+        if node is None:
+            return None
+        return _number(node.value, node.line_no, node.line, "/".join(path))
+
+    def integer(*path: str) -> int | None:
+        value = num(*path)
+        return None if value is None else int(value)
+
+    firmware: dict[str, str] = {}
+    fw_list = root.child("FW_LIST")
+    if fw_list is not None:
+        for entry in fw_list.children:
+            fw_id, version = entry.get("FW_ID"), entry.get("FW_VERSION")
+            if fw_id is None or version is None:
+                raise ParseError(TOOL, "firmware entry without FW_ID/FW_VERSION", line_no=entry.line_no,
+                                 line=entry.line, expected="FW_ID and FW_VERSION under each 'FW N:'")
+            firmware[fw_id] = version
+    speed = root.get("BUS", "MAX_PCIE_SPEED")
+    return Gpu(
+        index=index,
+        bdf=_text_or_none(root.get("BDF") or root.get("BUS", "BDF")),
+        uuid=_text_or_none(root.get("UUID")),
+        market_name=_text_or_none(root.get("ASIC", "MARKET_NAME")),
+        device_id=_hex(root.get("ASIC", "DEVICE_ID")),
+        oam_id=integer("ASIC", "OAM_ID"),
+        vram_type=_text_or_none(root.get("VRAM", "TYPE")),
+        vram_total_mib=(integer("VRAM", "SIZE") if root.get("VRAM", "SIZE")
+                        else integer("MEM_USAGE", "TOTAL_VRAM")),
+        vram_used_mib=integer("MEM_USAGE", "USED_VRAM"),
+        firmware=firmware,
+        power_w=num("POWER", "SOCKET_POWER"),
+        power_cap_w=num("LIMIT", "SOCKET_POWER") if root.get("LIMIT", "SOCKET_POWER") else None,
+        temperature_hotspot_c=num("TEMPERATURE", "HOTSPOT"),
+        temperature_edge_c=num("TEMPERATURE", "EDGE"),
+        temperature_memory_c=num("TEMPERATURE", "MEM"),
+        gfx_util_pct=num("USAGE", "GFX_ACTIVITY"),
+        mem_util_pct=num("USAGE", "UMC_ACTIVITY"),
+        gfx_clock_mhz=num("CLOCK", "GFX_0", "CLK"),
+        mem_clock_mhz=num("CLOCK", "MEM_0", "CLK"),
+        ecc_correctable=integer("ECC", "TOTAL_CORRECTABLE_COUNT"),
+        ecc_uncorrectable=integer("ECC", "TOTAL_UNCORRECTABLE_COUNT"),
+        ecc_deferred=integer("ECC", "TOTAL_DEFERRED_COUNT"),
+        xgmi_error_status=_text_or_none(root.get("XGMI_ERR")),
+        compute_partition=_text_or_none(root.get("PARTITION", "COMPUTE_PARTITION")),
+        memory_partition=_text_or_none(root.get("PARTITION", "MEMORY_PARTITION")),
+        pcie_width_max=integer("BUS", "MAX_PCIE_WIDTH"),
+        pcie_speed_max_gt_s=_number(speed) if speed else None,
+    )
+
+
+# --- topology / xgmi tables ------------------------------------------------------------------
+
+def _parse_tables(body: list[tuple[int, str]], command_line: str | None) -> AmdSmiRecord:
+    tables: dict[str, _Matrix] = {}
+    xgmi: list[XgmiLink] = []
+    truncated = False
+    i = 0
+    while i < len(body):
+        n, line = body[i]
+        stripped = line.strip()
+        if not stripped:
+            i += 1
+            continue
+        if stripped in _MARKERS:
+            truncated = True
+            i += 1
+            continue
+        title = _TABLE_TITLE.match(stripped)
+        if title is None:
+            raise ParseError(TOOL, "unrecognised line between tables", line_no=n, line=line,
+                             expected="a '<NAME> TABLE:' title")
+        name = title.group(1)
+        if name == "LINK METRIC":
+            i, links = _xgmi_table(body, i + 1)
+            xgmi.extend(links)
+            continue
+        i, header, rows = _bdf_matrix(body, i + 1, name)
+        tables[name] = (header, rows)
+    if not tables and not xgmi:
+        raise ParseError(TOOL, "table title without a table", expected="a table after its title")
+    links, gpus = _links_from_tables(tables)
+    if xgmi and not gpus:
+        seen: dict[int, str] = {}
+        for link in xgmi:
+            seen.setdefault(link.src_gpu, link.src_bdf)
+        gpus = [Gpu(index=k, bdf=v) for k, v in sorted(seen.items())]
+    return AmdSmiRecord(command="xgmi" if xgmi and not tables else "topology", output_format="text",
+                        command_line=command_line, tool_version=None, rocm_version=None,
+                        driver_version=None, gpus=tuple(gpus), links=tuple(links), xgmi=tuple(xgmi),
+                        cpu_count=0, truncated=truncated)
+
+
+_Matrix = tuple[list[str], dict[str, list[str]]]  # header BDFs, row BDF -> cells
+
+
+_CELL = {"ACCESS": r"ENABLED|DISABLED|N/A", "WEIGHT": r"[0-9]+|N/A", "HOPS": r"[0-9]+|N/A",
+         "LINK TYPE": r"[A-Z][A-Z0-9_]*|N/A", "NUMA BW": r"[0-9]+-[0-9]+|N/A"}
+
+
+def _bdf_matrix(body: list[tuple[int, str]], i: int,
+                name: str) -> tuple[int, list[str], dict[str, list[str]]]:
+    if i >= len(body):
+        raise ParseError(TOOL, f"{name} TABLE has no header", expected="a header row of BDFs")
+    n, line = body[i]
+    header = line.split()
+    if not header or not all(re.fullmatch(_BDF, h) for h in header):
+        raise ParseError(TOOL, f"{name} TABLE header is not a row of BDFs", line_no=n, line=line,
+                         expected="BDFs such as 0000:05:00.0")
+    rows: dict[str, list[str]] = {}
+    i += 1
+    while i < len(body):
+        n, line = body[i]
+        cells = line.split()
+        if not cells or not re.fullmatch(_BDF, cells[0]):
+            break
+        if len(cells) != len(header) + 1:
+            raise ParseError(TOOL, f"{name} TABLE row has {len(cells) - 1} cells for {len(header)} columns",
+                             line_no=n, line=line, expected=f"{len(header)} cells after the BDF")
+        cell_re = _CELL.get(name, r"\S+")
+        for cell in cells[1:]:
+            if not re.fullmatch(cell_re, cell):
+                raise ParseError(TOOL, f"unexpected {name} TABLE cell {cell!r}", line_no=n, line=line,
+                                 expected=f"cells matching {cell_re}")
+        rows[cells[0]] = cells[1:]
+        i += 1
+    if not rows:
+        n, line = body[i] if i < len(body) else (None, None)
+        raise ParseError(TOOL, f"{name} TABLE has no rows", line_no=n, line=line,
+                         expected="rows starting with a BDF")
+    return i, header, rows
+
+
+def _links_from_tables(tables: dict[str, _Matrix]) -> tuple[list[TopologyLink], list[Gpu]]:
+    if not tables:
+        return [], []
+    order: list[str] = next(iter(tables.values()))[0]
+    index = {bdf: k for k, bdf in enumerate(order)}  # amd-smi prints GPUs in index order
+    links: list[TopologyLink] = []
+    for src in order:
+        for j, dst in enumerate(order):
+            if src == dst:
+                continue
+            cell = {name: rows[src][j] for name, (header, rows) in tables.items()
+                    if src in rows and header == order}
+            weight, hops = cell.get("WEIGHT"), cell.get("HOPS")
+            access = cell.get("ACCESS")
+            links.append(TopologyLink(
+                src_bdf=src, dst_bdf=dst, src_gpu=index[src], dst_gpu=index[dst],
+                link_type=cell.get("LINK TYPE"),
+                hops=int(hops) if hops and hops.isdecimal() else None,
+                weight=int(weight) if weight and weight.isdecimal() else None,
+                accessible=None if access is None else access == "ENABLED",
+                numa_bandwidth=_text_or_none(cell.get("NUMA BW")),
+            ))
+    return links, [Gpu(index=k, bdf=bdf) for k, bdf in enumerate(order)]
+
+
+_XGMI_GPU = re.compile(rf"^GPU(\d+)\s+({_BDF})\s+(\S+ \S+|N/A)\s+(\S+ \S+|N/A)\s+(\S+)$")
+
+
+def _xgmi_table(body: list[tuple[int, str]], i: int) -> tuple[int, list[XgmiLink]]:
+    if i >= len(body):
+        raise ParseError(TOOL, "LINK METRIC TABLE has no header", expected="'bdf bit_rate ...' header")
+    n, line = body[i]
+    cols = line.split()
+    if cols[:4] != ["bdf", "bit_rate", "max_bandwidth", "link_type"]:
+        raise ParseError(TOOL, "unexpected LINK METRIC TABLE header", line_no=n, line=line,
+                         expected="'bdf bit_rate max_bandwidth link_type <BDFs>'")
+    dsts = cols[4:]
+    links: list[XgmiLink] = []
+    i += 1
+    while i < len(body):
+        n, line = body[i]
+        m = _XGMI_GPU.match(line.strip())
+        if m is None:
+            break
+        values: dict[str, list[int | None]] = {}
+        i += 1
+        while i < len(body) and body[i][1].strip().split()[:1] in (["Read"], ["Write"]):
+            rn, rline = body[i]
+            kind, *rest = rline.split()
+            cells = _merge_units(rest)
+            if len(cells) != len(dsts):
+                raise ParseError(TOOL, f"{kind} row has {len(cells)} cells for {len(dsts)} GPUs",
+                                 line_no=rn, line=rline, expected=f"{len(dsts)} 'N KB' or N/A cells")
+            values[kind] = [_int(c, rn, rline, f"{kind} KB") for c in cells]
+            i += 1
+        for j, dst in enumerate(dsts):
+            if "Read" not in values and "Write" not in values:
+                break
+            if dst.lower().endswith(m.group(2).lower()) or m.group(2).lower().endswith(dst.lower()):
+                continue  # self
+            links.append(XgmiLink(
+                src_gpu=int(m.group(1)), src_bdf=m.group(2), dst_bdf=dst, link_type=m.group(5),
+                bit_rate_gbit_s=_number(m.group(3), n, line, "bit_rate"),
+                max_bandwidth_gbit_s=_number(m.group(4), n, line, "max_bandwidth"),
+                read_kb=values["Read"][j] if "Read" in values else None,
+                write_kb=values["Write"][j] if "Write" in values else None,
+            ))
+    if not links:
+        n, line = body[i] if i < len(body) else (None, None)
+        raise ParseError(TOOL, "LINK METRIC TABLE without GPU rows", line_no=n, line=line,
+                         expected="'GPU0   <bdf>  32 Gb/s  512 Gb/s  XGMI' and its Read/Write rows")
+    return i, links
+
+
+def _merge_units(tokens: list[str]) -> list[str]:
+    """Join '1259', 'KB' into '1259 KB' so each table cell is one item."""
+    cells: list[str] = []
+    for tok in tokens:
+        if tok in _UNITS and cells and _NUMBER.match(cells[-1]) and " " not in cells[-1]:
+            cells[-1] = f"{cells[-1]} {tok}"
+        else:
+            cells.append(tok)
+    return cells
+
+
+# --- monitor ---------------------------------------------------------------------------------
+
+_MONITOR_FIELDS = {
+    "POWER": "power_w", "GPU_TEMP": "temperature_hotspot_c", "MEM_TEMP": "temperature_memory_c",
+    "GFX_UTIL": "gfx_util_pct", "GFX_CLOCK": "gfx_clock_mhz", "MEM_UTIL": "mem_util_pct",
+    "MEM_CLOCK": "mem_clock_mhz", "VRAM_USED": "vram_used_mib", "VRAM_TOTAL": "vram_total_mib",
+    "SINGLE_ECC": "ecc_correctable", "DOUBLE_ECC": "ecc_uncorrectable",
+    # 7.x short names
+    "PWR_CAP": "power_cap_w", "GPU_T": "temperature_hotspot_c", "MEM_T": "temperature_memory_c",
+    "GFX_CLK": "gfx_clock_mhz", "GFX%": "gfx_util_pct", "MEM%": "mem_util_pct",
+}
+_INT_FIELDS = {"vram_used_mib", "vram_total_mib", "ecc_correctable", "ecc_uncorrectable"}
+
+
+def _parse_monitor(body: list[tuple[int, str]], command_line: str | None) -> AmdSmiRecord:
+    n, header_line = body[0]
+    header = header_line.split()
+    if not all(re.fullmatch(r"[A-Z][A-Z0-9_%]*", h) for h in header):
+        raise ParseError(TOOL, "unrecognised monitor header", line_no=n, line=header_line,
+                         expected="upper-case column names such as 'GPU  POWER  GPU_TEMP'")
+    gpus: list[Gpu] = []
+    for n, line in body[1:]:
+        if not line.strip():
+            continue
+        if line.split() == header:
+            continue  # `monitor -w` repeats the header
+        cells = _merge_units(line.split())
+        if len(cells) != len(header) or not cells[0].isdecimal():
+            raise ParseError(TOOL, f"monitor row has {len(cells)} cells for {len(header)} columns",
+                             line_no=n, line=line,
+                             expected="one value (with unit) per column, GPU index first")
+        values: dict[str, Any] = {"index": int(cells[0])}
+        for name, cell in zip(header[1:], cells[1:], strict=True):
+            attr = _MONITOR_FIELDS.get(name)
+            if attr is None:
+                continue
+            value = _number(cell, n, line, name)
+            values[attr] = int(value) if (value is not None and attr in _INT_FIELDS) else value
+        gpus.append(Gpu(**values))
+    if not gpus:
+        raise ParseError(TOOL, "monitor header without rows", line_no=n, line=header_line,
+                         expected="one row per GPU")
+    return AmdSmiRecord(command="monitor", output_format="text", command_line=command_line,
+                        tool_version=None, rocm_version=None, driver_version=None, gpus=tuple(gpus),
+                        links=(), xgmi=(), cpu_count=0, truncated=False)
+
+
+# --- 7.x boxed default view ------------------------------------------------------------------
+
+_BOX_TITLE = re.compile(r"AMD-SMI (?P<tool>\S+)\s+amdgpu version: (?P<driver>\S+)\s+"
+                        r"ROCm version: (?P<rocm>\S+)")
+_BOX_ROW1_LEFT = re.compile(rf"^\s*(?P<bdf>{_BDF})\s+(?P<name>.+?)\s*$")
+_BOX_ROW1_RIGHT = re.compile(r"^\s*(?P<mem>N/A|\d+ %)\s+(?P<temp>N/A|-?\d+ °C)\s+(?P<uec>N/A|\d+)\s+"
+                             r"(?P<power>N/A|(?:N/A|\d+)/(?:N/A|\d+) W)\s*$")
+_BOX_ROW2_LEFT = re.compile(r"^\s*(?P<gpu>\d+)\s+(?P<hip>\d+|N/A)\s+(?P<oam>\d+|N/A)\s+(?P<part>\S+)\s*$")
+_BOX_ROW2_RIGHT = re.compile(r"^\s*(?P<gfx>N/A|\d+ %)\s+(?P<fan>N/A|[\d.]+ %)\s+"
+                             r"(?P<mem>N/A|\d+/\d+ MB)\s*$")
+
+
+def _parse_box(body: list[tuple[int, str]], command_line: str | None) -> AmdSmiRecord:
+    tool = rocm = driver = None
+    gpus: list[Gpu] = []
+    pending: tuple[int, str, re.Match[str], re.Match[str]] | None = None
+    in_processes = False
+    for n, line in body:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("+") and set(stripped) <= {"+", "-"}:
+            continue
+        if not (stripped.startswith("|") and stripped.endswith("|")):
+            raise ParseError(TOOL, "line outside the boxed view", line_no=n, line=line,
+                             expected="a '|...|' row or a '+---+' border")
+        inner = stripped[1:-1]
+        if set(inner) <= {"-", "=", "+", "|"}:
+            continue
+        if m := _BOX_TITLE.search(inner):
+            tool, driver, rocm = m.group("tool"), m.group("driver"), m.group("rocm")
+            continue
+        if inner.strip().startswith(("VBIOS version:", "Platform:", "BDF ", "GPU  HIP-ID")):
+            continue
+        if inner.strip() == "Processes:":
+            in_processes = True
+            continue
+        if in_processes:
+            continue  # process rows: not needed for node validation
+        if "|" not in inner:
+            raise ParseError(TOOL, "unrecognised boxed-view row", line_no=n, line=line,
+                             expected="'left half | right half'")
+        left, right = inner.split("|", 1)
+        if pending is None:
+            m1, m2 = _BOX_ROW1_LEFT.match(left), _BOX_ROW1_RIGHT.match(right)
+            if m1 is None or m2 is None:
+                raise ParseError(TOOL, "unrecognised GPU row", line_no=n, line=line,
+                                 expected="'| <BDF> <name> | <mem%> <temp> <UEC> <power>/<cap> W |'")
+            pending = (n, line, m1, m2)
+            continue
+        m3, m4 = _BOX_ROW2_LEFT.match(left), _BOX_ROW2_RIGHT.match(right)
+        if m3 is None or m4 is None:
+            raise ParseError(TOOL, "unrecognised second GPU row", line_no=n, line=line,
+                             expected="'| <GPU> <HIP-ID> <OAM-ID> <partition> | "
+                                      "<gfx%> <fan> <used>/<total> MB |'")
+        _, _, m1, m2 = pending
+        pending = None
+        power, _, cap = m2.group("power").removesuffix(" W").partition("/")
+        used, _, total = m4.group("mem").removesuffix(" MB").partition("/")
+        partition = m3.group("part")
+        compute, _, memory = ("", "", "") if partition == "N/A" else partition.partition("/")
+        gpus.append(Gpu(
+            index=int(m3.group("gpu")), bdf=m1.group("bdf"), market_name=m1.group("name"),
+            oam_id=int(m3.group("oam")) if m3.group("oam").isdecimal() else None,
+            power_w=_number(power), power_cap_w=_number(cap) if cap else None,
+            temperature_hotspot_c=_number(m2.group("temp")),
+            mem_util_pct=_number(m2.group("mem")), gfx_util_pct=_number(m4.group("gfx")),
+            ecc_uncorrectable=_int(m2.group("uec")),
+            vram_used_mib=_int(used) if total else None, vram_total_mib=_int(total) if total else None,
+            compute_partition=_text_or_none(compute) if memory else None,
+            memory_partition=_text_or_none(memory) if memory else None,
+        ))
+    if pending is not None:
+        raise ParseError(TOOL, "GPU row without its second row", line_no=pending[0], line=pending[1],
+                         expected="two rows per GPU")
+    if tool is None:
+        raise ParseError(TOOL, "boxed view without its 'AMD-SMI <version>' title",
+                         expected="'| AMD-SMI x.y amdgpu version: ... ROCm version: ... |'")
+    return AmdSmiRecord(command="default", output_format="text", command_line=command_line,
+                        tool_version=tool, rocm_version=_text_or_none(rocm), driver_version=driver,
+                        gpus=tuple(gpus), links=(), xgmi=(), cpu_count=0, truncated=False)
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+def _parse_json(body: list[tuple[int, str]], command_line: str | None) -> AmdSmiRecord:
+    try:
+        doc = json.loads("\n".join(line for _, line in body))
+    except json.JSONDecodeError as exc:
+        n, line = body[min(exc.lineno - 1, len(body) - 1)]
+        raise ParseError(TOOL, f"invalid JSON: {exc.msg}", line_no=n, line=line,
+                         expected="one complete JSON document") from exc
+    if isinstance(doc, dict) and "gpu_data" in doc:
+        entries = doc["gpu_data"]  # 7.x wrapper
+    elif isinstance(doc, list):
+        entries = doc
+    else:
+        keys = sorted(doc) if isinstance(doc, dict) else type(doc).__name__
+        raise ParseError(TOOL, f"JSON top level is not a GPU list (keys: {keys})",
+                         line_no=body[0][0], line=body[0][1],
+                         expected="a list of {'gpu': N, ...} or {'gpu_data': [...]}",
+                         hint="filtered output (e.g. jq '.[0].vram') loses the GPU identity; "
+                              "save amd-smi's own --json output")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "gpu" in e for e in entries):
+        raise ParseError(TOOL, "JSON GPU entries lack a 'gpu' index", line_no=body[0][0], line=body[0][1],
+                         expected="objects with a 'gpu' key")
+    gpus: list[Gpu] = []
+    links: list[TopologyLink] = []
+    keys: set[str] = set()
+    for entry in entries:
+        keys.update(entry)
+        index = int(entry["gpu"])
+        gpus.append(_gpu_from_json(index, entry))
+        links.extend(_links_from_json(index, entry))
+    if not gpus:
+        raise ParseError(TOOL, "JSON has no GPU entries", expected="at least one GPU")
+    command = "topology" if ("links" in keys or "link_type" in keys) else _command_from_sections(
+        {k.upper() for k in keys if k not in ("gpu", "bdf", "uuid")} or {"BDF"})
+    return AmdSmiRecord(command=command, output_format="json", command_line=command_line,
+                        tool_version=None, rocm_version=None, driver_version=None, gpus=tuple(gpus),
+                        links=tuple(links), xgmi=(), cpu_count=0, truncated=False)
+
+
+def _get(entry: dict[str, Any], *path: str) -> Any:
+    node: Any = entry
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def _gpu_from_json(index: int, entry: dict[str, Any]) -> Gpu:
+    firmware: dict[str, str] = {}
+    fw_list = _get(entry, "fw_list")
+    if isinstance(fw_list, list):
+        for item in fw_list:
+            if isinstance(item, dict) and "fw_id" in item:
+                firmware[str(item["fw_id"])] = str(item.get("fw_version"))
+    total = _get(entry, "vram", "size")
+    if total is None:
+        total = _get(entry, "mem_usage", "total_vram")
+    return Gpu(
+        index=index,
+        bdf=_text_or_none(entry.get("bdf") or _get(entry, "bus", "bdf")),
+        uuid=_text_or_none(entry.get("uuid")),
+        market_name=_text_or_none(_get(entry, "asic", "market_name")),
+        device_id=_hex(_text_or_none(_get(entry, "asic", "device_id"))),
+        vram_total_mib=_int(total),
+        vram_used_mib=_int(_get(entry, "mem_usage", "used_vram")),
+        firmware=firmware,
+        power_w=_number(_get(entry, "power", "socket_power")),
+        temperature_hotspot_c=_number(_get(entry, "temperature", "hotspot")),
+        gfx_util_pct=_number(_get(entry, "usage", "gfx_activity")),
+        ecc_correctable=_int(_get(entry, "ecc", "total_correctable_count")),
+        ecc_uncorrectable=_int(_get(entry, "ecc", "total_uncorrectable_count")),
+    )
+
+
+def _links_from_json(index: int, entry: dict[str, Any]) -> list[TopologyLink]:
+    links: list[TopologyLink] = []
+    src_bdf = str(entry.get("bdf", ""))
+    if isinstance(entry.get("links"), list):  # 6.1.1+ schema
+        for link in entry["links"]:
+            if not isinstance(link, dict) or link.get("link_type") == "SELF":
+                continue
+            hops = link.get("num_hops")
+            weight = link.get("weight")
+            links.append(TopologyLink(
+                src_bdf=src_bdf, dst_bdf=str(link.get("bdf")), src_gpu=index,
+                dst_gpu=link.get("gpu") if isinstance(link.get("gpu"), int) else None,
+                link_type=_text_or_none(link.get("link_type")),
+                hops=hops if isinstance(hops, int) else None,
+                weight=weight if isinstance(weight, int) else None,
+                accessible=None if "link_status" not in link else link["link_status"] == "ENABLED",
+                numa_bandwidth=_text_or_none(link.get("bandwidth")),
+            ))
+    elif isinstance(entry.get("link_type"), dict):  # pre-6.1.1 schema: dicts keyed "gpu_N"
+        for peer, kind in entry["link_type"].items():
+            if kind == "SELF" or not re.fullmatch(r"gpu_\d+", str(peer)):
+                continue
+            hops = _get(entry, "hops", peer)
+            weight = _get(entry, "weight", peer)
+            access = _get(entry, "link_accessibility", peer)
+            links.append(TopologyLink(
+                src_bdf=src_bdf, dst_bdf="", src_gpu=index, dst_gpu=int(str(peer)[4:]),
+                link_type=str(kind), hops=hops if isinstance(hops, int) else None,
+                weight=weight if isinstance(weight, int) else None,
+                accessible=None if access is None else access == "ENABLED",
+                numa_bandwidth=_text_or_none(_get(entry, "numa_bandwidth", peer)),
+            ))
+    return links
