@@ -1,0 +1,80 @@
+"""`rocm-fleet lab up|down|status`: the built-in lab of Debian trixie hosts and its apt mirror."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from validation.lab import DEFAULT_HOSTS, DEFAULT_LAB_NAME, DEFAULT_PORT_BASE, Lab
+from validation.lab.image import Recipe
+from validation.lab.serve import DEFAULT_LIFETIME_S
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("lab", help="start, stop or show the built-in lab (podman hosts + apt mirror)",
+                       description="Debian trixie hosts under podman with systemd and sshd on "
+                       "127.0.0.1 ports, plus a signed apt mirror of real Debian ROCm packages.")
+    actions = p.add_subparsers(dest="lab_action", required=True, metavar="ACTION")
+
+    up = actions.add_parser("up", help="build what is missing, start hosts and mirror, write the inventory")
+    _common(up)
+    up.add_argument("--hosts", type=int, default=DEFAULT_HOSTS, help=f"host count (default {DEFAULT_HOSTS})")
+    up.add_argument("--mirror", action=argparse.BooleanOptionalAction, default=True,
+                    help="build and serve the ROCm apt mirror (default: yes)")
+    up.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE,
+                    help=f"host i listens for SSH on 127.0.0.1:<base+i> (default {DEFAULT_PORT_BASE})")
+    up.add_argument("--mirror-port", type=int, default=None,
+                    help="mirror port on 127.0.0.1; 0 = any free port (default 8765 when free, else any)")
+    up.add_argument("--mirror-lifetime-s", type=float, default=DEFAULT_LIFETIME_S,
+                    help="the mirror stops by itself after this many seconds (default 3 h)")
+    up.add_argument("--debian-mirror", default=None, metavar="URI",
+                    help="Debian archive for the image and the mirror (default: this machine's apt sources)")
+    up.set_defaults(run=run_up)
+
+    down = actions.add_parser("down", help="remove the lab's containers and stop its mirror (idempotent)")
+    _common(down)
+    down.set_defaults(run=run_down)
+
+    status = actions.add_parser("status", help="show the lab's hosts, mirror and inventory")
+    _common(status)
+    status.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    status.set_defaults(run=run_status)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--name", default=DEFAULT_LAB_NAME, help=f"lab name (default {DEFAULT_LAB_NAME})")
+    p.add_argument("--state-dir", type=Path, default=None,
+                   help="keys, known_hosts, mirror files (default .lab/NAME)")
+    p.add_argument("--inventory", type=Path, default=None,
+                   help="inventory to write/remove (default inventories/lab/hosts.yml)")
+
+
+def _lab(args: argparse.Namespace, **extra: object) -> Lab:
+    return Lab(args.name, state_dir=args.state_dir, inventory_path=args.inventory, **extra)
+
+
+def run_up(args: argparse.Namespace) -> int:
+    recipe = Recipe(mirror=args.debian_mirror.rstrip("/")) if args.debian_mirror else None
+    info = _lab(args, hosts=args.hosts, mirror=args.mirror, port_base=args.port_base,
+                mirror_port=args.mirror_port, mirror_lifetime_s=args.mirror_lifetime_s, recipe=recipe).up()
+    print(info.inventory)
+    return 0
+
+
+def run_down(args: argparse.Namespace) -> int:
+    _lab(args).down()
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    doc = _lab(args).status()
+    if args.json:
+        print(json.dumps({"schema_version": 1, **doc}, indent=2))
+        return 0
+    print(f"lab {doc['name']}: {len(doc['hosts'])} host(s)")
+    for name, state in doc["hosts"].items():
+        print(f"  {name:<20} {state}")
+    print(f"mirror:    {doc['mirror_url'] or 'not running'}")
+    print(f"inventory: {doc['inventory'] or 'none'}")
+    return 0
