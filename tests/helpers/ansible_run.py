@@ -29,6 +29,16 @@ class PlaybookRun:
     def changed(self) -> int:
         return sum(h["changed"] for h in self.recap().values())
 
+    def changed_tasks(self) -> list[str]:
+        """'TASK name -> host' for every task that reported a change (for assertion messages)."""
+        out, task = [], ""
+        for line in self.output.splitlines():
+            if line.startswith(("TASK [", "RUNNING HANDLER [")):
+                task = line.split("[", 1)[1].rsplit("]", 1)[0]
+            elif line.startswith("changed: ["):
+                out.append(f"{task} -> {line.split('[', 1)[1].split(']', 1)[0]}")
+        return out
+
 
 def playbook(inventory: Path, playbook_name: str, *args: str, extra: dict | None = None,
              timeout_s: int = 1800) -> PlaybookRun:

@@ -53,13 +53,13 @@ def test_first_converge_changes_every_host(lab, converged) -> None:
 def test_second_converge_reports_no_change(converged) -> None:
     _, second = converged
     assert second.rc == 0, second.output[-4000:]
-    assert second.changed() == 0, second.recap()
+    assert second.changed() == 0, second.changed_tasks()
 
 
 def test_check_mode_on_a_converged_host_reports_no_change(lab, converged) -> None:
     run = playbook(lab.info.inventory, "site.yml", "--check", "--diff")
     assert run.rc == 0, run.output[-4000:]
-    assert run.changed() == 0, run.recap()
+    assert run.changed() == 0, run.changed_tasks()
 
 
 @pytest.mark.parametrize("index", [0, 1])

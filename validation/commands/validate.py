@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib.metadata
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -63,8 +64,10 @@ def run(args: argparse.Namespace) -> int:
     results.mkdir(parents=True, exist_ok=True)
     argv = pytest_argv(args, results)
     print(f"rocm-fleet: running {args.tier} checks on {args.hosts}", file=sys.stderr)
+    # testinfra's ansible backend calls ansible-inventory: find it beside this interpreter first
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     try:
-        proc = subprocess.run(argv, timeout=args.timeout, check=False)
+        proc = subprocess.run(argv, timeout=args.timeout, check=False, env=env)
         rc = proc.returncode
     except subprocess.TimeoutExpired:
         print(f"rocm-fleet: validation stopped after {args.timeout} s; partial results kept", file=sys.stderr)
