@@ -122,6 +122,49 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
                            "duration_s": round(report.duration, 3)})
 
 
+_PROVENANCE_DONE = pytest.StashKey[set[str]]()
+
+# Read-only facts recorded once per node and run; each is a command that may fail (then null).
+PROVENANCE_COMMANDS = {
+    "hostname": "hostname",
+    "kernel": "uname -r",
+    "os_release": "cat /etc/os-release",
+    "kernel_cmdline": "cat /proc/cmdline",
+    "rocm_version": "cat /opt/rocm/.info/version",
+    "amdgpu_driver_version": "cat /sys/module/amdgpu/version",
+    "bios_version": "cat /sys/class/dmi/id/bios_version",
+    "system_product": "cat /sys/class/dmi/id/product_name",
+    "rocminfo_package": "dpkg-query -W -f '${Version}' rocminfo",
+    "nvidia_driver": "nvidia-smi --query-gpu=driver_version --format=csv,noheader",
+    "gpu_serials": "nvidia-smi --query-gpu=serial --format=csv,noheader",
+}
+
+
+@pytest.fixture(autouse=True)
+def _provenance(request: pytest.FixtureRequest) -> None:
+    """Record where and on what the node's checks ran, once per node and session."""
+    if not _is_check(request.node) or "host" not in request.fixturenames:
+        return
+    host = request.getfixturevalue("host")
+    name = node_name(host, request.config.getoption("--rf-node"))
+    done = request.config.stash.setdefault(_PROVENANCE_DONE, set())
+    results = _results_for(request.node, name)
+    if name in done or results is None:
+        return
+    done.add(name)
+    from validation import __version__
+    from validation.checks import discovery
+
+    facts: dict[str, Any] = {"rocm_fleet_version": __version__, "command": list(sys.argv)}
+    for key, command in PROVENANCE_COMMANDS.items():
+        out = host.run(f"timeout 20 {command}")
+        facts[key] = out.stdout.strip() if out.rc == 0 and out.stdout.strip() else None
+    facts["gpus_on_pci_bus"] = [{"bdf": b, "vendor": v, "device": d} for b, v, d in discovery.pci_gpus(host)]
+    for key, value in facts.items():
+        results.doc["provenance"][key] = value
+    results.write()
+
+
 @pytest.fixture
 def record(host: Any, request: pytest.FixtureRequest) -> Any:
     """record(metric, subject, value, unit, *, higher_is_better=True, status="pass", **extra):
