@@ -1,0 +1,96 @@
+"""Native ROCm tools as probes (quick tier): rccl-tests, TransferBench, rocm-bandwidth-test,
+BabelStream. Each runs with a timeout, is parsed, judged per GPU and per link against the SKU's
+targets, and every number lands in the node's results. A tool that is not installed skips with
+the package that provides it; a timeout is its own verdict (TIMEOUT, never FAIL).
+
+They run on the node itself (`--hosts=local://`, as playbooks/validate.yml does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from validation import extract, parsers
+from validation.checks.outcome import CheckFailure, expect
+from validation.errors import ParseError
+from validation.judge import judge_timeout
+from validation.probes import runner
+from validation.records import Status
+
+pytestmark = [pytest.mark.quick, pytest.mark.gpu]
+
+TIMEOUT_S = {"rccl-tests": 900, "transferbench": 600, "rocm-bandwidth-test": 600, "babelstream": 300}
+PACKAGES = {"all_reduce_perf": "rccl-tests (roles/validation_tools builds it; Debian: librccl1-tests)",
+            "TransferBench": "rocm-validation-suite (bundles TransferBench) or a TransferBench build",
+            "rocm-bandwidth-test": "rocm-bandwidth-test", "hip-stream": "a BabelStream HIP build"}
+
+
+@pytest.fixture(scope="module")
+def amd_node(host: Any, spec: dict) -> int:
+    if host.backend.NAME != "local":
+        pytest.skip("native probes run on the node itself: use --hosts=local:// (playbooks/validate.yml does)")
+    if spec.get("validation_gpu_vendor", "amd") != "amd":
+        pytest.skip("native ROCm tools: spec declares NVIDIA GPUs (the portable probes cover them)")
+    if not host.file("/dev/kfd").exists:
+        pytest.skip("no /dev/kfd: no AMD GPU to run ROCm tools on (the presence checks fail and say why)")
+    return int(spec.get("validation_gpu_count") or 8)
+
+
+def run_and_judge(tool: str, argv: list[str], targets: Any, record: Any, *, gpu: int | None = None) -> None:
+    """Run, parse, judge, record; `gpu` names the device of a single-GPU tool run."""
+    binary = argv[0]
+    if runner.which(binary) is None:
+        pytest.skip(f"{binary} is not installed; it comes with {PACKAGES.get(binary, binary)}")
+    raw = runner.run(argv, TIMEOUT_S[tool])
+    if raw.timed_out:
+        verdict = judge_timeout(f"{tool}_run", " ".join(argv), raw.seconds, targets)
+        record(f"{tool}_run_seconds", "node", raw.seconds, "s", higher_is_better=False, status="timeout",
+               reason=verdict.reason)
+        raise CheckFailure("RF-TIMEOUT", verdict.reason)
+    expect(raw.rc == 0, "RF-TOOL-FAILED", f"{' '.join(argv)} exited {raw.rc}: {raw.stderr.strip()[-400:]}")
+    try:
+        parsed = parsers.parse(tool, raw.stdout)
+    except ParseError as exc:
+        raise CheckFailure("RF-TOOL-FAILED", f"{tool} output not understood: {exc}") from exc
+    verdicts = extract.verdicts_for(tool, parsed, targets)
+    if gpu is not None:
+        verdicts = [dataclasses.replace(v, subject=f"gpu{gpu}") if v.subject == "gpu" else v for v in verdicts]
+    for v in verdicts:
+        record(v.metric, v.subject, v.measured if isinstance(v.measured, (int, float)) else None, v.unit,
+               status=v.status.value, reason=v.reason, code=v.code, command=" ".join(argv))
+    bad = [v for v in verdicts if v.status in (Status.FAIL, Status.ERROR, Status.TIMEOUT)]
+    if bad:
+        raise CheckFailure(bad[0].code or "RF-NOT-REPORTED", "; ".join(v.reason for v in bad[:8])
+                           + (f"; and {len(bad) - 8} more" if len(bad) > 8 else ""), bad[0].hint)
+
+
+def test_rccl_all_reduce_bus_bandwidth_correctness_and_no_dip(amd_node: int, targets: Any, record: Any) -> None:
+    from validation.parsers import rccl_tests
+
+    run_and_judge("rccl-tests", rccl_tests.argv(gpus=amd_node, max_bytes="16G"), targets, record)
+
+
+def test_transferbench_every_gpu_pair_and_host_link(amd_node: int, targets: Any, record: Any) -> None:
+    from validation.parsers import transferbench
+
+    run_and_judge("transferbench", transferbench.argv(preset="p2p"), targets, record)
+
+
+def test_rocm_bandwidth_test_where_transferbench_is_absent(amd_node: int, targets: Any, record: Any) -> None:
+    from validation.parsers import rocm_bandwidth_test
+
+    if runner.which("TransferBench") is not None:
+        pytest.skip("TransferBench is installed and measures the same links; rocm-bandwidth-test is its fallback")
+    run_and_judge("rocm-bandwidth-test", rocm_bandwidth_test.argv(all_pairs="uni"), targets, record)
+
+
+@pytest.mark.parametrize("gpu", range(8))
+def test_babelstream_hbm_bandwidth_per_gpu(amd_node: int, targets: Any, record: Any, gpu: int) -> None:
+    from validation.parsers import babelstream
+
+    if gpu >= amd_node:
+        pytest.skip(f"spec declares {amd_node} GPUs")
+    run_and_judge("babelstream", babelstream.argv(device=gpu, iterations=50), targets, record, gpu=gpu)
