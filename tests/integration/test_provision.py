@@ -164,3 +164,21 @@ def test_validation_passes_host_checks_and_names_the_missing_gpu(lab, converged,
     assert (results / "junit.xml").exists()
     html = (results / "report.html").read_text()
     assert "RF-NO-AMD-GPU" in html and all(h in html for h in host_names(lab))
+
+
+def test_hip_probe_compiles_for_gfx942_with_debians_hipcc(lab, converged) -> None:
+    """Offline compilation for MI300X (gfx942) needs no GPU; running the binary does, so the run
+    is expected to report that no device exists, which proves it was built and linked for HIP."""
+    from validation.lab.podman import podman
+    from validation.probes import hip_probe
+
+    host, work = host_names(lab)[0], Path("/root/rfhip")        # a path inside the lab host
+    lab.run(host, ["mkdir", "-p", str(work)])
+    for name in ("rf_probe.hip", "rf_hip_compat.h"):
+        podman(["cp", str(hip_probe.SOURCE.parent / name), f"{host}:{work / name}"])
+    argv = hip_probe.hipcc_argv(work / "rf_probe.hip", work / "rf_probe", offload_arch="gfx942")
+    build = lab.run(host, ["env", "HIP_PLATFORM=amd", *argv], timeout_s=600)
+    assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
+    ran = lab.run(host, [str(work / "rf_probe")], timeout_s=120)
+    output = hip_probe.parse(ran.stdout)
+    assert ran.returncode != 0 and output.platform == "hip" and output.devices == 0, ran.stdout + ran.stderr
