@@ -19,6 +19,10 @@ CHECK_CODES: dict[str, str] = {
     "RF-GPU-MISSING": "Fewer GPUs than declared: check `lspci -d 1002:` and dmesg for init errors; power-cycle, "
                       "reseat, RMA if it stays missing.",
     "RF-TOOL-FAILED": "A tool failed to run; its output is in the results file.",
+    "RF-FIRMWARE": "GPU firmware differs between GPUs or from the pinned set: update with AMD's firmware "
+                   "bundle for this driver (amdgpu-dkms-firmware) and reboot; check validation_firmware_pins.",
+    "RF-AMDGPU-KERNEL-ERRORS": "amdgpu logged errors: collect `dmesg`, check firmware/IFWI versions and RAS "
+                               "counters; drain the node if they repeat.",
     "RF-NO-NVIDIA-GPU": "nvidia-smi does not answer: check the NVIDIA driver (`nvidia-smi`, dmesg NVRM lines).",
     "RF-PROBE-WRONG-RESULT": "A probe computed a wrong result on the named GPU: drain the node, re-run, and run "
                              "the vendor diagnostics (RVS/AGFHC or dcgmi diag) on that GPU; RMA if it repeats.",

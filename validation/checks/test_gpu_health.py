@@ -1,0 +1,106 @@
+"""Every declared AMD GPU is healthy (smoke tier, needs a GPU): memory size, PCIe link, firmware,
+error counters, kernel log. Results are per GPU; a failing GPU is named.
+
+Read through amd-smi (`--json` where it exists), lspci and the kernel log; every parse goes
+through validation/parsers and every number through the SKU's targets (validation/judge.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from validation import extract, parsers
+from validation.checks.outcome import CheckFailure, expect
+from validation.errors import ParseError
+from validation.judge import judge_value
+from validation.records import Status
+
+pytestmark = [pytest.mark.smoke, pytest.mark.gpu]
+
+MIB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def amd_gpus(host: Any, spec: dict) -> int:
+    if spec.get("validation_gpu_vendor", "amd") != "amd":
+        pytest.skip("spec declares NVIDIA GPUs; AMD health checks do not apply")
+    if spec.get("validation_gpu_count") is None:
+        pytest.skip("spec declares no validation_gpu_count")
+    if not host.file("/sys/module/amdgpu").is_directory:
+        pytest.skip("no AMD GPU present (amdgpu is not loaded); test_gpu_presence fails and says so")
+    return int(spec["validation_gpu_count"])
+
+
+def amd_smi(host: Any, *args: str) -> Any:
+    if not host.exists("amd-smi"):
+        raise CheckFailure("RF-TOOL-FAILED", "amd-smi is not installed; add amd-smi-lib to rocm_packages")
+    out = host.run("timeout 120 amd-smi " + " ".join(args))
+    expect(out.rc == 0, "RF-TOOL-FAILED", f"amd-smi {' '.join(args)} exited {out.rc}: {out.stderr.strip()[:300]}")
+    try:
+        return parsers.parse("amd-smi", out.stdout)
+    except ParseError as exc:
+        raise CheckFailure("RF-TOOL-FAILED", f"amd-smi {' '.join(args)} output not understood: {exc}") from exc
+
+
+def fail_on(verdicts: list, record: Any) -> None:
+    for v in verdicts:
+        record(v.metric, v.subject, v.measured if isinstance(v.measured, (int, float)) else None, v.unit,
+               status=v.status.value, reason=v.reason, code=v.code)
+    bad = [v for v in verdicts if v.status in (Status.FAIL, Status.ERROR, Status.TIMEOUT)]
+    if bad:
+        raise CheckFailure(bad[0].code or "RF-NOT-REPORTED", "; ".join(v.reason for v in bad), bad[0].hint)
+
+
+def test_every_gpu_has_the_skus_memory(host: Any, amd_gpus: int, targets: Any, record: Any) -> None:
+    static = amd_smi(host, "static", "--vram", "--json")
+    verdicts = [judge_value("vram_per_gpu_gb", f"gpu{g.index}",
+                            None if g.vram_total_mib is None else g.vram_total_mib * MIB / 1e9, targets)
+                for g in static.gpus]
+    expect(len(static.gpus) == amd_gpus, "RF-GPU-MISSING",
+           f"amd-smi static lists {len(static.gpus)} GPUs, spec declares {amd_gpus}")
+    fail_on(verdicts, record)
+
+
+def test_every_gpu_link_runs_at_its_full_pcie_speed_and_width(host: Any, amd_gpus: int, targets: Any,
+                                                               record: Any) -> None:
+    out = host.run("timeout 60 lspci -vvv -nn -d 1002:")
+    expect(out.rc == 0, "RF-TOOL-FAILED", f"lspci exited {out.rc}: {out.stderr.strip()[:300]}")
+    verdicts = extract.verdicts_for("lspci", parsers.parse("lspci", out.stdout), targets)
+    expect(verdicts, "RF-TOOL-FAILED", "lspci shows no AMD device with link status (run as root for LnkSta)")
+    fail_on(verdicts, record)
+
+
+def test_firmware_is_the_same_on_every_gpu_and_matches_any_pins(host: Any, amd_gpus: int, spec: dict) -> None:
+    firmware = amd_smi(host, "firmware", "--json")
+    pins: dict[str, str] = {str(k): str(v) for k, v in (spec.get("validation_firmware_pins") or {}).items()}
+    differ: list[str] = []
+    blocks = sorted({fw for g in firmware.gpus for fw in g.firmware})
+    for fw in blocks:
+        versions = {f"gpu{g.index}": g.firmware.get(fw) for g in firmware.gpus}
+        if len(set(versions.values())) > 1:
+            differ.append(f"{fw}: " + ", ".join(f"{gpu}={v}" for gpu, v in versions.items()))
+        if fw in pins and any(v != pins[fw] for v in versions.values()):
+            wrong = [gpu for gpu, v in versions.items() if v != pins[fw]]
+            differ.append(f"{fw}: pinned {pins[fw]}, found {versions[wrong[0]]} on {', '.join(wrong)}")
+    missing = sorted(set(pins) - set(blocks))
+    expect(not missing, "RF-FIRMWARE", f"pinned firmware not reported by amd-smi: {', '.join(missing)}")
+    expect(not differ, "RF-FIRMWARE", "; ".join(differ))
+
+
+def test_ecc_and_xgmi_error_counters_are_zero(host: Any, amd_gpus: int, targets: Any, record: Any) -> None:
+    metric = amd_smi(host, "metric", "--ecc", "--json")
+    verdicts = extract.verdicts_for("amd-smi", metric, targets)
+    fail_on(verdicts, record)
+    xgmi = amd_smi(host, "metric", "--xgmi-err", "--json") if host.exists("amd-smi") else None
+    bad = [f"gpu{g.index}: {g.xgmi_error_status}" for g in (xgmi.gpus if xgmi else ())
+           if g.xgmi_error_status not in (None, "N/A", "NO_ERRORS")]
+    expect(not bad, "RF-XGMI-ERRORS", f"xGMI error status: {'; '.join(bad)}")
+
+
+def test_kernel_log_has_no_amdgpu_errors(host: Any, amd_gpus: int) -> None:
+    out = host.run("timeout 30 dmesg --level=err,crit,alert,emerg")
+    expect(out.rc == 0, "RF-TOOL-FAILED", f"dmesg could not be read (rc {out.rc}); run the checks as root")
+    lines = [line for line in out.stdout.splitlines() if "amdgpu" in line.lower()]
+    expect(not lines, "RF-AMDGPU-KERNEL-ERRORS", f"{len(lines)} amdgpu error lines, first: {lines[:3]}")
