@@ -54,12 +54,12 @@ def fail_on(verdicts: list, record: Any) -> None:
 
 
 def test_every_gpu_has_the_skus_memory(host: Any, amd_gpus: int, targets: Any, record: Any) -> None:
-    static = amd_smi(host, "static", "--vram", "--json")
+    monitor = amd_smi(host, "monitor", "-v")     # VRAM_USED / VRAM_TOTAL per GPU, every 6.x/7.x release
     verdicts = [judge_value("vram_per_gpu_gb", f"gpu{g.index}",
                             None if g.vram_total_mib is None else g.vram_total_mib * MIB / 1e9, targets)
-                for g in static.gpus]
-    expect(len(static.gpus) == amd_gpus, "RF-GPU-MISSING",
-           f"amd-smi static lists {len(static.gpus)} GPUs, spec declares {amd_gpus}")
+                for g in monitor.gpus]
+    expect(len(monitor.gpus) == amd_gpus, "RF-GPU-MISSING",
+           f"amd-smi monitor lists {len(monitor.gpus)} GPUs, spec declares {amd_gpus}")
     fail_on(verdicts, record)
 
 
