@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from validation.errors import ParseError
 
@@ -18,6 +18,28 @@ def clean(text: str) -> str:
 def numbered(text: str) -> Iterator[tuple[int, str]]:
     """Yield (1-based line number, cleaned line) pairs."""
     yield from enumerate(clean(text).splitlines(), start=1)
+
+
+def command_and_body(tool: str, text: str, *, expected: str,
+                     skip: Callable[[str], bool] | None = None) -> tuple[str | None, list[tuple[int, str]]]:
+    """Split a saved output into its optional `$ command` first line and the numbered body lines
+    (leading blank lines dropped, lines for which `skip` is true left out). Refuses an empty body."""
+    require_text(tool, text)
+    command_line: str | None = None
+    body: list[tuple[int, str]] = []
+    for n, raw in numbered(text):
+        line = raw.rstrip()
+        if not body and not line.strip():
+            continue
+        if not body and command_line is None and line.startswith("$ "):
+            command_line = line[2:].strip()
+            continue
+        if skip is not None and skip(line):
+            continue
+        body.append((n, line))
+    if not body:
+        raise ParseError(tool, "no output after the command line", expected=expected)
+    return command_line, body
 
 
 def require_text(tool: str, text: str) -> None:

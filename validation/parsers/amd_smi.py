@@ -15,7 +15,7 @@ from typing import Any
 
 from validation.errors import ParseError
 from validation.parsers import _indent_tree
-from validation.parsers._text import numbered, require_text
+from validation.parsers._text import command_and_body
 
 TOOL = "amd-smi"
 
@@ -111,21 +111,8 @@ class AmdSmiRecord:
 
 def parse(text: str) -> AmdSmiRecord:
     """Parse any supported amd-smi view; raises ParseError on anything else."""
-    require_text(TOOL, text)
-    lines = [(n, line.rstrip()) for n, line in numbered(text)]
-    command_line = None
-    body: list[tuple[int, str]] = []
-    for n, line in lines:
-        if not body and not line.strip():
-            continue
-        if not body and command_line is None and line.startswith("$ "):
-            command_line = line[2:].strip()
-            continue
-        if line.lstrip().startswith("WARNING:"):
-            continue
-        body.append((n, line))
-    if not body:
-        raise ParseError(TOOL, "no output after the command line", expected="amd-smi output")
+    command_line, body = command_and_body(TOOL, text, expected="amd-smi output",
+                                          skip=lambda line: line.lstrip().startswith("WARNING:"))
     first = body[0][1].strip()
     if first.startswith(("[", "{")):
         return _parse_json(body, command_line)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from validation.errors import ParseError
 from validation.parsers import _indent_tree
-from validation.parsers._text import numbered, require_text
+from validation.parsers._text import command_and_body
 
 TOOL = "nvidia-smi"
 
@@ -89,21 +89,9 @@ def _na(raw: str | None) -> str | None:
 
 def parse(text: str) -> NvidiaSmiRecord:
     """Parse one nvidia-smi run in any supported view."""
-    require_text(TOOL, text)
-    command_line = None
-    body: list[tuple[int, str]] = []
-    for n, line in numbered(text):
-        line = line.rstrip()
-        if not body and not line.strip():
-            continue
-        if not body and command_line is None and line.startswith("$ "):
-            command_line = line[2:].strip()
-            continue
-        if line.startswith("WARNING: "):
-            continue  # e.g. "WARNING: infoROM is corrupted at gpu ..." above the log
-        body.append((n, line))
-    if not body:
-        raise ParseError(TOOL, "no output after the command line", expected="nvidia-smi output")
+    # "WARNING: infoROM is corrupted at gpu ..." can stand above the log
+    command_line, body = command_and_body(TOOL, text, expected="nvidia-smi output",
+                                          skip=lambda line: line.startswith("WARNING: "))
     first = body[0][1].strip()
     if first.startswith("=") and "NVSMI LOG" in first:
         return _parse_query(body, command_line)

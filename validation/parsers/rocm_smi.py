@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from validation.errors import ParseError
-from validation.parsers._text import numbered, require_text
+from validation.parsers._text import command_and_body
 
 TOOL = "rocm-smi"
 
@@ -187,19 +187,7 @@ def _apply_field(gpus: _Gpus, index: int, key: str, value: str, line_no: int | N
 
 def parse(text: str) -> RocmSmiRecord:
     """Parse one rocm-smi run (text views or --json)."""
-    require_text(TOOL, text)
-    lines = [(n, line.rstrip()) for n, line in numbered(text)]
-    command_line = None
-    body: list[tuple[int, str]] = []
-    for n, line in lines:
-        if not body and not line.strip():
-            continue
-        if not body and command_line is None and line.startswith("$ "):
-            command_line = line[2:].strip()
-            continue
-        body.append((n, line))
-    if not body:
-        raise ParseError(TOOL, "no output after the command line", expected="rocm-smi output")
+    command_line, body = command_and_body(TOOL, text, expected="rocm-smi output")
     if body[0][1].lstrip().startswith("{"):
         return _parse_json(body, command_line)
     return _parse_text(body, command_line)
