@@ -23,7 +23,7 @@ from validation.records import Status
 pytestmark = [pytest.mark.quick, pytest.mark.gpu]
 
 TIMEOUT_S = {"rccl-tests": 900, "transferbench": 600, "rocm-bandwidth-test": 600, "babelstream": 300}
-PACKAGES = {"all_reduce_perf": "rccl-tests (roles/validation_tools builds it; Debian: librccl1-tests)",
+PACKAGES = {"all_reduce_perf": "rccl-tests (roles/validation_tools builds it from a pinned, checksummed archive)",
             "TransferBench": "rocm-validation-suite (bundles TransferBench) or a TransferBench build",
             "rocm-bandwidth-test": "rocm-bandwidth-test", "hip-stream": "a BabelStream HIP build"}
 
