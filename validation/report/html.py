@@ -13,9 +13,10 @@ _ENV = jinja2.Environment(loader=jinja2.PackageLoader("validation.report", "temp
 
 
 def _shade(value: float, low: float, high: float) -> str:
-    """Red (lowest) to green (highest) for a heatmap cell."""
-    fraction = 1.0 if high <= low else (value - low) / (high - low)
-    return f"hsl({round(120 * fraction)}, 65%, 78%)"
+    """Heatmap colour by the cell's share of the best cell: green at the best, red at half of it or
+    less, so a few per cent of normal spread stays green and a weak link stands out."""
+    share = 1.0 if high <= 0 else max(0.0, min(1.0, (value / high - 0.5) / 0.5))
+    return f"hsl({round(120 * share)}, 65%, 78%)"
 
 
 def heatmaps(node: dict[str, Any]) -> list[dict[str, Any]]:
@@ -28,14 +29,22 @@ def heatmaps(node: dict[str, Any]) -> list[dict[str, Any]]:
             by_metric.setdefault(m["metric"], {})[(src, dst)] = m
     maps = []
     for metric, cells in sorted(by_metric.items()):
-        ends = sorted({e for pair in cells for e in pair}, key=lambda e: (e.rstrip("0123456789"),
-                                                                           int(e[len(e.rstrip("0123456789")):] or 0)))
+        sources = sorted({src for src, _ in cells}, key=_endpoint_order)
+        targets = sorted({dst for _, dst in cells}, key=_endpoint_order)
+        if set(sources) == set(targets):          # a GPU x GPU matrix: same order on both axes
+            sources = targets = sorted(set(sources), key=_endpoint_order)
         values = [c["value"] for c in cells.values()]
         low, high = min(values), max(values)
         rows = [[(cells.get((src, dst)), _shade(cells[(src, dst)]["value"], low, high) if (src, dst) in cells else "")
-                 for dst in ends] for src in ends]
-        maps.append({"metric": metric, "unit": next(iter(cells.values())).get("unit", ""), "ends": ends, "rows": rows})
+                 for dst in targets] for src in sources]
+        maps.append({"metric": metric, "unit": next(iter(cells.values())).get("unit", ""), "sources": sources,
+                     "ends": targets, "rows": rows})
     return maps
+
+
+def _endpoint_order(name: str) -> tuple[str, int]:
+    stem = name.rstrip("0123456789")
+    return stem, int(name[len(stem):] or 0)
 
 
 def measurement_tables(node: dict[str, Any]) -> list[dict[str, Any]]:
