@@ -34,7 +34,11 @@ class CheckFailure(AssertionError):
 
     def __init__(self, code: str, message: str, hint: str | None = None) -> None:
         self.code = code
-        self.hint = hint if hint is not None else CHECK_CODES.get(code, "")
+        if hint is None:
+            from validation.judge import CODES  # performance and device codes share one table there
+
+            hint = CHECK_CODES.get(code) or CODES.get(code, "")
+        self.hint = hint
         super().__init__(f"[{code}] {message}" + (f" | hint: {self.hint}" if self.hint else ""))
 
 

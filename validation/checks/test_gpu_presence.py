@@ -68,3 +68,21 @@ def test_nvidia_smi_lists_every_declared_gpu(host: Any, spec: dict) -> None:
     expect(found == declared, "RF-GPU-MISSING",
            f"nvidia-smi lists {found} GPUs, spec declares {declared}: "
            f"{', '.join(f'{g.index}:{g.name}' for g in record.gpus) or 'none'}")
+
+
+def test_gpus_on_the_pci_bus_are_the_declared_sku(host: Any, spec: dict) -> None:
+    """The SKU selected from the PCI device id, GPU count and partition equals the declared one."""
+    from validation.checks import discovery
+    from validation.targets import select_sku
+
+    declared = spec.get("validation_target_sku")
+    if not declared:
+        pytest.skip("spec declares no validation_target_sku; the targets fixture selects it from the bus")
+    device = discovery.main_device(discovery.pci_gpus(host))
+    expect(device is not None, "RF-NO-AMD-GPU" if spec.get("validation_gpu_vendor", "amd") == "amd"
+           else "RF-NO-NVIDIA-GPU", f"no GPU on the PCI bus; spec declares {declared}")
+    vendor, device_id = device
+    found = select_sku(device_id, int(spec.get("validation_gpu_count") or 0), spec.get("validation_partition"),
+                       vendor=vendor)
+    expect(found.split("-")[0] == str(declared).split("-")[0], "RF-SKU-MISMATCH",
+           f"PCI device {vendor}:{device_id} is {found}, the spec declares {declared}")
