@@ -8,6 +8,7 @@ probes of the validation suite. Pure: records and a profile in, verdicts out.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -156,7 +157,34 @@ def lspci(record: Any, profile: TargetProfile) -> list[Verdict]:
     return verdicts
 
 
+_GST_ACTION = re.compile(r"(?P<init>rand|trig)-(?P<dtype>fp8|fp16|bf16)$|(?P<blas>sgemm|dgemm)$")
+
+
+def rvs(record: Any, profile: TargetProfile) -> list[Verdict]:
+    """RVS GST: the best GFLOPS of each action on each GPU against our own copy of the target
+    (RVS's own `met:` flag is not trusted)."""
+    best: dict[tuple[str, int], float] = {}
+    for sample in record.gst:
+        key = (sample.action, sample.gpu_id)
+        best[key] = max(best.get(key, 0.0), sample.gflops)
+    verdicts: list[Verdict] = []
+    for (action, gpu_id), gflops in sorted(best.items()):
+        m = _GST_ACTION.search(action)
+        if m is None:
+            continue
+        if m["blas"]:
+            metric = "gemm_fp32_tflops" if m["blas"] == "sgemm" else "gemm_fp64_tflops"
+        else:
+            metric = f"gemm_{m['dtype']}_{m['init']}_tflops"
+        if metric in profile:
+            verdicts.append(judge_value(metric, f"gpu id {gpu_id} ({action})", gflops / 1000, profile))
+    # IET power samples are not judged here: each IET action names its own target (iet-620W-...,
+    # iet-750W-...), and ramp-up samples below it are normal; the acceptance tier judges the sustained value.
+    return verdicts
+
+
 JUDGES: dict[str, Callable[[Any, TargetProfile], list[Verdict]]] = {
+    "rvs": rvs,
     "rocm-smi": rocm_smi,
     "rocminfo": rocminfo,
     "amd-smi": amd_smi,

@@ -86,3 +86,11 @@ def test_garbage_is_no_verdict(tmp_path: Path) -> None:
 def test_unknown_sku_is_no_verdict() -> None:
     assert main(["judge", "--profile", "mi999x",
                  str(FIX / "real/rccl-tests/mi300x-8gpu-hisohara-ai-scripts-aac8-allreduce.txt")]) == 2
+
+
+def test_rvs_gst_is_judged_with_our_own_target_not_rvs_met_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, doc = judge(capsys, "rvs:" + str(FIX / "real/rvs/mi300x-system-acceptance-docs-gst-single.txt"))
+    assert rc == 0
+    (gst,) = [v for f in doc["files"] for v in f["verdicts"]]
+    assert gst["metric"] == "gemm_fp8_rand_tflops" and gst["measured"] == 1687.129 and gst["status"] == "pass"
+    assert "28851" in gst["subject"]

@@ -1,5 +1,5 @@
 """Native ROCm tools as probes (quick tier): rccl-tests, TransferBench, rocm-bandwidth-test,
-BabelStream. Each runs with a timeout, is parsed, judged per GPU and per link against the SKU's
+BabelStream, RVS GST (GEMM). Each runs with a timeout, is parsed, judged per GPU and per link against the SKU's
 targets, and every number lands in the node's results. A tool that is not installed skips with
 the package that provides it; a timeout is its own verdict (TIMEOUT, never FAIL).
 
@@ -22,10 +22,11 @@ from validation.records import Status
 
 pytestmark = [pytest.mark.quick, pytest.mark.gpu]
 
-TIMEOUT_S = {"rccl-tests": 900, "transferbench": 600, "rocm-bandwidth-test": 600, "babelstream": 300}
+TIMEOUT_S = {"rccl-tests": 900, "transferbench": 600, "rocm-bandwidth-test": 600, "babelstream": 300, "rvs": 1200}
 PACKAGES = {"all_reduce_perf": "rccl-tests (roles/validation_tools builds it from a pinned, checksummed archive)",
             "TransferBench": "rocm-validation-suite (bundles TransferBench) or a TransferBench build",
-            "rocm-bandwidth-test": "rocm-bandwidth-test", "hip-stream": "a BabelStream HIP build"}
+            "rocm-bandwidth-test": "rocm-bandwidth-test", "hip-stream": "a BabelStream HIP build",
+            "rvs": "rocm-validation-suite"}
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +95,18 @@ def test_babelstream_hbm_bandwidth_per_gpu(amd_node: int, targets: Any, record: 
     if gpu >= amd_node:
         pytest.skip(f"spec declares {amd_node} GPUs")
     run_and_judge("babelstream", babelstream.argv(device=gpu, iterations=50), targets, record, gpu=gpu)
+
+
+RVS_CONF_DIRS = ("/opt/rocm/share/rocm-validation-suite/conf", "/opt/rocm/etc/rocm-validation-suite/conf")
+
+
+def test_rvs_gst_gemm_per_gpu_against_the_sku_targets(host: Any, amd_node: int, spec: dict, targets: Any,
+                                                      record: Any) -> None:
+    """RVS GST (gst_single.conf of the SKU): best GFLOPS per action and GPU, judged with our own
+    copy of the targets and their sources; RVS's own `met:` flag is not trusted."""
+    sku_dir = spec.get("validation_rvs_conf_dir") or str(targets.name).split("-")[0].upper()
+    conf = next((f"{base}/{sku_dir}/gst_single.conf" for base in RVS_CONF_DIRS
+                 if host.file(f"{base}/{sku_dir}/gst_single.conf").exists), None)
+    if runner.which("rvs") is not None and conf is None:
+        pytest.skip(f"rvs is installed but has no {sku_dir}/gst_single.conf under {', '.join(RVS_CONF_DIRS)}")
+    run_and_judge("rvs", ["rvs", "-c", conf or "gst_single.conf"], targets, record)
