@@ -34,6 +34,7 @@ class CheckFailure(AssertionError):
 
     def __init__(self, code: str, message: str, hint: str | None = None) -> None:
         self.code = code
+        self.message = message
         if hint is None:
             from validation.judge import CODES  # performance and device codes share one table there
 

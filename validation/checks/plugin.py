@@ -103,9 +103,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
             return
         code, hint, message = None, None, ""
         if call.excinfo is not None:
-            if isinstance(call.excinfo.value, CheckFailure):
-                code, hint = call.excinfo.value.code, call.excinfo.value.hint
-            message = str(call.excinfo.value).split("\nassert ")[0][:2000]
+            if isinstance(call.excinfo.value, CheckFailure):   # message, code and hint kept apart
+                failure = call.excinfo.value
+                code, hint, message = failure.code, failure.hint, failure.message[:2000]
+            else:
+                message = str(call.excinfo.value).split("\nassert ")[0][:2000]
         if report.skipped:
             status = "skip"
             message = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else message
