@@ -42,6 +42,8 @@ CASES: dict[str, tuple[dict, dict]] = {
                                    "rocm_repo_source": "mirror",
                                    "rocm_repo_mirror_url": "https://mirror.example.net/radeon"}),
     "u2404-inbox": (UBUNTU_2404, {"rocm_version": "6.4.3", "amdgpu_driver_mode": "inbox"}),
+    "u2404-702-nographics": (UBUNTU_2404, {"rocm_version": "7.0.2", "amdgpu_driver_version": "30.10.2",
+                                           "rocm_repo_graphics": "absent"}),
 }
 
 
@@ -104,6 +106,13 @@ def test_ubuntu_2404_rocm_7_adds_graphics_and_uses_the_30_x_driver_path(rendered
     assert uris == ["URIs: https://repo.radeon.com/rocm/apt/7.0.2",
                     "URIs: https://repo.radeon.com/amdgpu/30.10.2/ubuntu",
                     "URIs: https://repo.radeon.com/graphics/7.0.2/ubuntu"]
+
+
+def test_graphics_repository_can_be_left_out_for_a_mirror_without_it(rendered: dict) -> None:
+    uris = [line for line in rendered["u2404-702-nographics"]["rocm-fleet.sources"].splitlines()
+            if line.startswith("URIs:")]
+    assert uris == ["URIs: https://repo.radeon.com/rocm/apt/7.0.2",
+                    "URIs: https://repo.radeon.com/amdgpu/30.10.2/ubuntu"]
 
 
 def test_x_y_0_releases_use_the_x_y_directory(rendered: dict) -> None:
