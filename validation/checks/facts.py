@@ -17,7 +17,7 @@ def os_id(host: Any) -> str:
 
 def wanted_packages(spec: dict) -> list[tuple[str, str]]:
     """(name, version pattern) pairs exactly as roles/rocm normalises rocm_packages."""
-    default = f"{spec['rocm_version']}[.-]*"
+    default = f"{spec['rocm_version']}*"
     out = []
     for item in list(spec.get("rocm_packages", [])) + list(spec.get("rocm_extra_packages", [])):
         if isinstance(item, dict):

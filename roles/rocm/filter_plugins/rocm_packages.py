@@ -7,8 +7,11 @@ from __future__ import annotations
 
 
 def wanted(items: list, rocm_version: str) -> list[dict]:
-    """Package entries -> [{name, version}]: a bare name gets the pattern '<rocm_version>[.-]*'."""
-    default = f"{rocm_version}[.-]*"
+    """Package entries -> [{name, version}]: a bare name gets the pattern '<rocm_version>*'.
+
+    apt's version pins understand '*' but not bracket classes, so the pattern stays a plain prefix glob.
+    """
+    default = f"{rocm_version}*"
     out = []
     for item in items:
         if isinstance(item, dict):
