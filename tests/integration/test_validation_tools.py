@@ -160,8 +160,9 @@ def test_wrong_sha256_is_refused_before_anything_is_unpacked(lab, host: str, con
 def test_local_file_archive_with_the_right_checksum_is_accepted(lab, host: str, converged,
                                                                 archive: tuple[Path, str]) -> None:
     path, sha256 = archive
-    podman(["exec", "-i", host, "sh", "-c", f"mkdir -p /srv/artifacts && cat > /srv/artifacts/{path.name}"],
-           input_bytes=path.read_bytes(), what="copy the archive into the lab host")
+    for each in lab.info.hosts:          # the playbook runs on every lab host: each needs its local copy
+        podman(["exec", "-i", each.name, "sh", "-c", f"mkdir -p /srv/artifacts && cat > /srv/artifacts/{path.name}"],
+               input_bytes=path.read_bytes(), what="copy the archive into the lab host")
     run = run_playbook(lab.info.inventory, source(f"file:///srv/artifacts/{path.name}", sha256, "fromfile",
                                                   build=False))
     assert run.rc == 0, run.output[-6000:]
