@@ -212,10 +212,14 @@ def test_upgrade_and_downgrade_are_the_same_path(lab, converged) -> None:
     assert "/rocm/apt/7.2.4\n" in sources and "/rocm/apt/6.1.2" not in sources
     held = set(lab.run(host, ["apt-mark", "showhold"]).stdout.split())
     assert {"rocminfo", "rocm-smi"} <= held and "libamdhip64-5" not in held   # no longer declared: released
+    # apt downgrades only from a pin of 1000 or more (apt_preferences(5)); the rollback run says so
     down = playbook(lab.info.inventory, "site.yml", "--limit", host,
-                    extra={"rocm_packages": ["rocminfo", "rocm-smi"]})
+                    extra={"rocm_packages": ["rocminfo", "rocm-smi"], "rocm_repo_apt_pin_priority": 1001})
     assert down.rc == 0, down.output[-5000:]
     versions = lab.run(host, ["dpkg-query", "-W", "-f", "${Package} ${Version}\\n", "rocminfo", "rocm-smi"]).stdout
     assert "rocminfo 6.1.2" in versions and "rocm-smi 6.1.2" in versions, versions
     assert "/rocm/apt/6.1.2\n" in lab.run(host, ["cat", "/etc/apt/sources.list.d/rocm-fleet.sources"]).stdout
     assert {"rocminfo", "rocm-smi"} <= set(lab.run(host, ["apt-mark", "showhold"]).stdout.split())
+    back = playbook(lab.info.inventory, "site.yml", "--limit", host, extra={"rocm_packages": ["rocminfo", "rocm-smi"]})
+    assert back.rc == 0, back.output[-5000:]
+    assert "Pin-Priority: 600" in lab.run(host, ["cat", "/etc/apt/preferences.d/rocm-fleet-pin"]).stdout
