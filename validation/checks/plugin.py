@@ -137,6 +137,9 @@ PROVENANCE_COMMANDS = {
     "bios_version": "cat /sys/class/dmi/id/bios_version",
     "system_product": "cat /sys/class/dmi/id/product_name",
     "rocminfo_package": "dpkg-query -W -f '${Version}' rocminfo",
+    "amd_smi_version": "amd-smi version",
+    "gpu_asic": "amd-smi static --asic --json",       # market name, device id, ASIC serial per GPU
+    "gpu_firmware": "amd-smi firmware --json",
     "nvidia_driver": "nvidia-smi --query-gpu=driver_version --format=csv,noheader",
     "gpu_serials": "nvidia-smi --query-gpu=serial --format=csv,noheader",
 }
@@ -162,6 +165,10 @@ def _provenance(request: pytest.FixtureRequest) -> None:
         out = host.run(f"timeout 20 {command}")
         facts[key] = out.stdout.strip() if out.rc == 0 and out.stdout.strip() else None
     facts["gpus_on_pci_bus"] = [{"bdf": b, "vendor": v, "device": d} for b, v, d in discovery.pci_gpus(host)]
+    try:
+        facts["declared_sku"] = request.getfixturevalue("spec").get("validation_target_sku")
+    except pytest.fail.Exception:      # no spec for this host: the spec fixture says why in its own checks
+        facts["declared_sku"] = None
     for key, value in facts.items():
         results.doc["provenance"][key] = value
     results.write()
