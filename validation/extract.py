@@ -8,12 +8,16 @@ probes of the validation suite. Pure: records and a profile in, verdicts out.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
+import shlex
 from collections.abc import Callable
+from pathlib import PurePath
 from typing import Any
 
+from validation import topology
 from validation.judge import Verdict, judge_links, judge_no_dip, judge_target, judge_value
-from validation.records import LinkBandwidth
+from validation.records import LinkBandwidth, Status
 from validation.targets.model import TargetProfile
 
 GIB = 1 << 30
@@ -28,16 +32,37 @@ def _endpoint(name: str) -> str:
     return text
 
 
+# Which half of the rccl-tests table each collective's size targets read: AMD's all_reduce number
+# is in-place busBW; CVS's all_gather/alltoall rows are read out-of-place (UNCERTAIN for CVS).
+_COLLECTIVE_TARGETS = {
+    "all_reduce": ("allreduce", "in_place"),
+    "all_gather": ("allgather", "out_of_place"),
+    "alltoall": ("alltoall", "out_of_place"),
+}
+
+
+def collective_name(record: Any) -> str | None:
+    """all_reduce / all_gather / alltoall / ... from the command's `<name>_perf` binary; without a
+    command, a run whose rows carry a reduction op is taken as all_reduce, anything else is unknown."""
+    for token in _tokens(record.command):
+        base = PurePath(token).name
+        if base.endswith("_perf"):
+            return base.removesuffix("_perf")
+    return "all_reduce" if {row.redop for row in record.rows} - {None, "none"} else None
+
+
 def collective(record: Any, profile: TargetProfile) -> list[Verdict]:
     """rccl-tests / nccl-tests: bus bandwidth at the target sizes, #wrong, no dip as sizes grow."""
-    subject = f"{record.tool} {record.ranks or len(record.devices) or '?'} ranks"
+    name = collective_name(record)
+    subject = f"{record.tool} {name or 'collective'} {record.ranks or len(record.devices) or '?'} ranks"
     verdicts: list[Verdict] = []
     by_size = {row.size_bytes: row for row in record.rows}
-    for metric, size in (("allreduce_busbw_8g_gb_s", 8 * GIB), ("allreduce_busbw_16g_gb_s", 16 * GIB)):
-        if metric in profile and size in by_size:
-            at = f"{subject} @ {size // GIB} GiB in-place"
-            verdicts.append(judge_value(metric, at, by_size[size].in_place.busbw_gb_s, profile))
-    if "allreduce_avg_busbw_gb_s" in profile and record.avg_busbw_gb_s is not None:
+    prefix, half = _COLLECTIVE_TARGETS.get(name or "", (None, "in_place"))
+    for metric, size in ((f"{prefix}_busbw_8g_gb_s", 8 * GIB), (f"{prefix}_busbw_16g_gb_s", 16 * GIB)):
+        if prefix and metric in profile and size in by_size:
+            at = f"{subject} @ {size // GIB} GiB {half.replace('_', '-')}"
+            verdicts.append(judge_value(metric, at, getattr(by_size[size], half).busbw_gb_s, profile))
+    if name == "all_reduce" and "allreduce_avg_busbw_gb_s" in profile and record.avg_busbw_gb_s is not None:
         verdicts.append(judge_value("allreduce_avg_busbw_gb_s", subject, record.avg_busbw_gb_s, profile))
     wrong = [(row.size_bytes, m.wrong) for row in record.rows for m in (row.out_of_place, row.in_place)
              if m.wrong is not None]
@@ -110,13 +135,22 @@ def _gpu_count(found: int, subject: str, profile: TargetProfile, missing: list[i
     return judge_value("gpu_count", subject, found, profile)
 
 
-def rocm_smi(record: Any, profile: TargetProfile) -> list[Verdict]:
-    """GPU count (missing indices named when the others are numbered) from any rocm-smi view."""
-    indices = sorted(g.index for g in record.gpus)
+def _declared_gpus(profile: TargetProfile) -> int | None:
     declared = profile.get("gpu_count")
-    expected = int(declared.value) if declared is not None and declared.value is not None else None
+    return int(declared.value) if declared is not None and isinstance(declared.value, (int, float)) else None
+
+
+def rocm_smi(record: Any, profile: TargetProfile) -> list[Verdict]:
+    """GPU count (missing indices named when the others are numbered) from any rocm-smi view; with
+    --showtopo matrices also every GPU pair's link type, hops and weight (validation/topology.py)."""
+    in_links = {i for link in record.links for i in (link.src_gpu, link.dst_gpu)}
+    indices = sorted({g.index for g in record.gpus} | in_links)
+    expected = _declared_gpus(profile)
     missing = sorted(set(range(expected)) - set(indices)) if expected else []
-    return [_gpu_count(len(indices), "node (rocm-smi)", profile, missing)]
+    verdicts = [_gpu_count(len(indices), "node (rocm-smi)", profile, missing)]
+    if record.links:
+        verdicts += topology.judge_links(topology.from_rocm_smi(record), profile, gpu_count=expected)
+    return verdicts
 
 
 def rocminfo(record: Any, profile: TargetProfile) -> list[Verdict]:
@@ -132,7 +166,15 @@ def amd_smi(record: Any, profile: TargetProfile) -> list[Verdict]:
             verdicts.append(judge_value("ecc_uncorrectable_count", subject, gpu.ecc_uncorrectable, profile))
         if gpu.ecc_correctable is not None:
             verdicts.append(judge_value("ecc_correctable_count", subject, gpu.ecc_correctable, profile))
-    return verdicts or [_gpu_count(len(record.gpus), "node (amd-smi)", profile)]
+    verdicts = verdicts or [_gpu_count(len(record.gpus), "node (amd-smi)", profile)]
+    if record.links:  # `amd-smi topology`: every GPU pair's link (validation/topology.py)
+        verdicts += topology.judge_links(topology.from_amd_smi(record), profile, gpu_count=_declared_gpus(profile))
+    return verdicts
+
+
+def nvidia_topology(record: Any, profile: TargetProfile) -> list[Verdict]:
+    """`nvidia-smi topo -m`: every GPU pair's connection (NV18 on H100/H200 SXM)."""
+    return topology.judge_links(topology.from_nvidia_topo(record), profile, gpu_count=_declared_gpus(profile))
 
 
 def lspci(record: Any, profile: TargetProfile) -> list[Verdict]:
@@ -183,17 +225,138 @@ def rvs(record: Any, profile: TargetProfile) -> list[Verdict]:
     return verdicts
 
 
+def _tokens(command: str | None) -> list[str]:
+    """A saved command line as argv (quotes honoured where they balance)."""
+    try:
+        return shlex.split(command or "")
+    except ValueError:
+        return (command or "").split()
+
+
+def _options(command: str | None) -> dict[str, str]:
+    """`--flag value` / `-f value` pairs of a command line (the last one wins)."""
+    tokens = _tokens(command)
+    return {flag: value for flag, value in itertools.pairwise(tokens)
+            if flag.startswith("-") and not value.startswith("--")}
+
+
+def _recorded(metric: str, subject: str, value: float | None, profile: TargetProfile, unit: str) -> Verdict:
+    """A measurement with no published threshold: the profile's record-only target where it has one,
+    else a SKIP that still carries the value (a SKU file without the metric is not an error here)."""
+    if metric in profile:
+        return judge_value(metric, subject, value, profile)
+    return Verdict(status=Status.SKIP, subject=subject, metric=metric, measured=value, unit=unit, target=None,
+                   reason=f"record only: {subject} {metric} {value} {unit}; profile {profile.name} has no target")
+
+
+# Type names as the benches print or take them -> our dtype names.
+_GEMM_DTYPES = {"f8_fnuz_r": "fp8", "f8_r": "fp8", "fp8_r": "fp8", "f8": "fp8",
+                "f16_r": "fp16", "fp16_r": "fp16", "h": "fp16",
+                "bf16_r": "bf16", "f32_r": "fp32", "fp32_r": "fp32", "s": "fp32",
+                "f64_r": "fp64", "fp64_r": "fp64", "d": "fp64", "i8_r": "int8", "int8": "int8"}
+GST_SHAPE = (4864, 4096, 8192)
+
+
+def _gemm_metric(tool: str, dtype: str | None, shape: tuple[int, int, int], batch: int | None,
+                 init: str) -> str:
+    """The target a GEMM row is judged against: the RVS GST shapes and AMD's acceptance commands."""
+    single = batch in (None, 1)
+    if dtype in ("fp8", "fp16", "bf16") and shape == GST_SHAPE and single:
+        return f"gemm_{dtype}_{init}_tflops"
+    if dtype == "fp32" and shape == (3072, 3072, 3072) and single:
+        return "gemm_fp32_tflops"
+    if dtype == "fp64" and shape == (8192, 8192, 8192) and single:
+        return "gemm_fp64_tflops"
+    if dtype == "fp64" and shape == (28000, 28000, 28000) and single:
+        return "gemm_fp64_stress_tflops"
+    if tool == "rocblas-bench" and dtype == "fp32" and shape == (4000, 4000, 4000) and single:
+        return "rocblas_sgemm_4000_tflops"
+    if tool == "rocblas-bench" and shape == (1024, 2048, 512) and batch == 5:
+        if dtype == "fp16":
+            return "rocblas_hgemm_strided_batched_tflops"
+        if dtype == "int8":
+            return "rocblas_int8_strided_batched_tops"
+    return "gemm_other_shape_tflops"
+
+
+def gemm_bench(record: Any, profile: TargetProfile) -> list[Verdict]:
+    """hipblaslt-bench / rocblas-bench: TFLOPS of each row against the target of its dtype, shape and
+    initialization. The GPU, the initialization and (for plain rocBLAS gemm) the dtype come from the
+    command line (`$ ...` in a saved log; the probe passes its argv); without one the GPU is "gpu"
+    and the initialization is the benches' default, random."""
+    opts = _options(record.command)
+    device = opts.get("--device", "0" if record.command else "")
+    init_flag = opts.get("--initialization")
+    init = "trig" if init_flag == "trig_float" else "rand"
+    init_note = init if init_flag else f"{init} (tool default)"
+    verdicts: list[Verdict] = []
+    for row in record.rows:
+        cols = dict(row.columns)
+        type_name = (cols.get("a_type") or opts.get("--a_type") or opts.get("-r") or opts.get("--precision")
+                     or row.dtype)
+        dtype = _GEMM_DTYPES.get((type_name or "").lower())
+        shape = (row.m, row.n, row.k)
+        metric = _gemm_metric(record.tool, dtype, shape, row.batch_count, init)
+        batch = f" x{row.batch_count}" if row.batch_count not in (None, 1) else ""
+        subject = (f"gpu{device} {record.tool} {dtype or type_name or 'dtype?'} {init_note} "
+                   f"{row.m}x{row.n}x{row.k}{batch}")
+        unit = "TOPS" if metric.endswith("_tops") else "TFLOPS"
+        verdicts.append(_recorded(metric, subject, row.gflops / 1000, profile, unit))
+    return verdicts
+
+
+def _layer(args: tuple[tuple[str, str], ...]) -> str:
+    a = dict(args)
+    if not a:
+        return "layer?"
+    return (f"n{a.get('-n', '?')} c{a.get('-c', '?')} {a.get('-H', '?')}x{a.get('-W', '?')} "
+            f"k{a.get('-k', '?')} {a.get('-y', '?')}x{a.get('-x', '?')} u{a.get('-u', '1')} p{a.get('-p', '0')}")
+
+
+def miopen(record: Any, profile: TargetProfile) -> list[Verdict]:
+    """MIOpenDriver conv: per phase kernel time and TFLOPS (recorded; no published target) and the
+    tool's own verification, which must pass for every phase that ran (`-V 1`)."""
+    args = dict(record.args)
+    subject = f"gpu {record.operation or 'conv'} {_layer(record.args)}"
+    verdicts: list[Verdict] = []
+    for timing in record.timings:
+        if timing.clock == "gpu_kernel":
+            verdicts.append(_recorded("miopen_conv_time_ms", f"{subject} {timing.phase}", timing.elapsed_ms,
+                                      profile, "ms"))
+    for stats in record.stats:
+        if stats.gflops is not None:
+            verdicts.append(_recorded("miopen_conv_tflops", f"{subject} {stats.name}", stats.gflops / 1000,
+                                      profile, "TFLOPS"))
+    verified = {v.phase for v in record.verifications}
+    for v in record.verifications:
+        verdict = judge_value("miopen_verify_failed_count", f"{subject} {v.phase}", 0 if v.passed else 1, profile)
+        if not v.passed:
+            verdict = dataclasses.replace(verdict, reason=f"{verdict.reason}; MIOpenDriver: {v.text}")
+        verdicts.append(verdict)
+    ran = [t.phase for t in record.timings if t.phase not in verified] or (
+        [] if record.verifications else [a.phase for a in record.algorithms])
+    for phase in dict.fromkeys(ran):
+        why = "verification was off (-V 0); run with -V 1" if args.get("-V") == "0" else "no verification line"
+        missing = judge_value("miopen_verify_failed_count", f"{subject} {phase}", None, profile)
+        verdicts.append(dataclasses.replace(missing, reason=f"{missing.reason}: {why}"))
+    return verdicts
+
+
 JUDGES: dict[str, Callable[[Any, TargetProfile], list[Verdict]]] = {
     "rvs": rvs,
     "rocm-smi": rocm_smi,
     "rocminfo": rocminfo,
     "amd-smi": amd_smi,
+    "nvidia-smi-topo": nvidia_topology,
     "lspci": lspci,
     "rccl-tests": collective,
     "nccl-tests": collective,
     "transferbench": transferbench,
     "rocm-bandwidth-test": rocm_bandwidth_test,
     "babelstream": babelstream,
+    "hipblaslt-bench": gemm_bench,
+    "rocblas-bench": gemm_bench,
+    "miopen-driver": miopen,
 }
 
 

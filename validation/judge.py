@@ -52,6 +52,11 @@ CODES: dict[str, str] = {
                      "isolate the GPU, RMA.",
     "RF-RCCL-DIP": "Bus bandwidth drops as messages grow: look for a weak link or throttling at that size; "
                    "re-run with the same sizes to rule out noise.",
+    "RF-MIOPEN-VERIFY": "MIOpenDriver's result for the named layer and phase differs from its reference beyond "
+                        "tolerance: re-run that command (it is in the results) on this GPU and on a healthy one; "
+                        "if only this GPU fails, drain it and run RVS GST/MEM on it; RMA if it repeats.",
+    "RF-MIOPEN-LOW": "MIOpen conv slower than the target: check clocks and power (`amd-smi metric`), the MIOpen "
+                     "find-db / kernel cache and the ROCm version; re-run once idle.",
     "RF-ECC": "ECC errors reported: record `amd-smi metric --ecc`, drain the node; uncorrectable errors mean "
               "RMA.",
     "RF-XGMI-ERRORS": "xGMI error counters are non-zero: record `rocm-smi --showxgmierr`, reset counters and "
@@ -60,6 +65,48 @@ CODES: dict[str, str] = {
                     "limits; re-run IET.",
     "RF-TEMP-HIGH": "GPU too hot: check fans, airflow and inlet temperature (BMC); re-check when idle.",
     "RF-NET-LOW": "Network bandwidth low: check the NIC link, firmware, cabling and the GPU-NIC affinity.",
+    "RF-TOPO-LINK-TYPE": "A GPU pair is linked over the wrong fabric (PCIE instead of XGMI, fewer NVLinks): check "
+                         "`amd-smi xgmi` / `rocm-smi --showxgmierr` (NVIDIA: `nvidia-smi nvlink -s`, fabric "
+                         "manager), dmesg for xGMI/NVLink training errors and the BIOS xGMI settings (width x16, "
+                         "speed); cold-boot, reseat the UBB/baseboard, RMA if the same pair stays down.",
+    "RF-TOPO-HOPS": "A GPU pair is more hops apart than the SKU's topology: the direct link between them is down "
+                    "and traffic is routed through a third device; treat it like a wrong link type (check xGMI/"
+                    "NVLink status and errors, cold-boot, reseat, RMA).",
+    "RF-TOPO-WEIGHT": "The link weight differs from the sourced value: compare `rocm-smi --showtopo` with a healthy "
+                      "node of the same SKU and ROCm version; a changed weight usually means a changed link type.",
+    "RF-TOPO-MISSING": "A declared GPU is absent from the topology: see RF-GPU-MISSING (lspci, dmesg, power-cycle, "
+                       "reseat, RMA).",
+    "RF-NUMA-GPU": "A GPU sits on an unexpected NUMA node: check the BIOS NUMA-per-socket (NPS) setting and ACPI "
+                   "SRAT after a BIOS update, and which slot/riser the GPU is in (`cat /sys/bus/pci/devices/<bdf>/"
+                   "numa_node`, `lscpu`); if the new layout is intended, declare validation_gpu_numa_nodes.",
+    "RF-NUMA-NIC": "A NIC sits on an unexpected NUMA node (GPUDirect RDMA then crosses sockets): check the slot/"
+                   "riser and BIOS NPS setting (`cat /sys/class/net/<if>/device/numa_node`); if intended, update "
+                   "validation_nic_numa_nodes.",
+    "RF-BURNIN-WRONG-RESULT": "The burn-in matmul on the named GPU returned a result that differs from its own "
+                              "reference (silent data corruption): drain the node, re-run the burn-in and the "
+                              "vendor diagnostics (RVS GST/MEM, AGFHC or dcgmi diag) on that GPU; RMA if it repeats.",
+    "RF-BURNIN-GPU-ERROR": "The burn-in worker on the named GPU raised a device error (HIP/CUDA error, out of memory) "
+                           "or hung: check dmesg (amdgpu / NVRM Xid lines), kill stray GPU processes, re-run; RMA "
+                           "if the GPU keeps failing.",
+    "RF-BURNIN-TEMP-HIGH": "Too hot under sustained load: check fans, airflow, inlet temperature and the heatsink/"
+                           "cold plate (BMC sensors), compare with the node's other GPUs; re-run after fixing "
+                           "cooling.",
+    "RF-BURNIN-POWER-HIGH": "Power above the board limit under load: check the power cap (`amd-smi static --limit`"
+                            " / `nvidia-smi -q -d POWER`), BMC power limits and firmware; re-run.",
+    "RF-BURNIN-ECC-UNCORRECTABLE": "Uncorrectable ECC errors appeared during the burn-in: record `amd-smi metric "
+                                   "--ecc` / `nvidia-smi -q -d ECC`, drain the node, RMA the GPU.",
+    "RF-BURNIN-ECC-CORRECTABLE": "Correctable ECC errors grew during the burn-in beyond the allowed count: record "
+                                 "the counters and bad pages (`amd-smi bad-pages`, `nvidia-smi -q -d "
+                                 "ROW_REMAPPER`), re-run; RMA if they keep growing.",
+    "RF-BURNIN-THROTTLED": "Clocks were held down by heat or hardware slowdown for too much of the burn-in: check "
+                           "cooling and power delivery, and the throttle reasons (`amd-smi metric`, `nvidia-smi -q "
+                           "-d PERFORMANCE`).",
+    "RF-BURNIN-SUSTAINED-DROP": "Throughput at the end of the burn-in fell too far below its start (thermal "
+                                "throttling): check temperatures and clocks in the telemetry, cooling and power "
+                                "caps; re-run.",
+    "RF-BURNIN-NO-TELEMETRY": "No telemetry during the burn-in, so its gates could not be judged: install amd-smi "
+                              "(amd-smi-lib) or rocm-smi (NVIDIA: nvidia-smi) on the node and check that it runs "
+                              "as the validating user.",
     "RF-BELOW-TARGET": "Below target: compare with the same metric on a healthy node and re-run.",
     "RF-ABOVE-TARGET": "Above the allowed maximum: compare with a healthy node and re-run.",
     "RF-MISMATCH": "Value differs from the expected one: check the node against its declared spec.",
@@ -76,6 +123,14 @@ CODES: dict[str, str] = {
 # metric-name prefix -> code for a measurement on the failing side of its threshold (first match wins)
 _CODE_BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("pci_device_id", "RF-SKU-MISMATCH"),
+    ("burnin_wrong", "RF-BURNIN-WRONG-RESULT"),
+    ("burnin_temperature", "RF-BURNIN-TEMP-HIGH"),
+    ("burnin_power", "RF-BURNIN-POWER-HIGH"),
+    ("burnin_ecc_uncorrectable", "RF-BURNIN-ECC-UNCORRECTABLE"),
+    ("burnin_ecc_correctable", "RF-BURNIN-ECC-CORRECTABLE"),
+    ("burnin_throttled", "RF-BURNIN-THROTTLED"),
+    ("burnin_sustained", "RF-BURNIN-SUSTAINED-DROP"),
+    ("burnin_", "RF-GEMM-LOW"),
     ("vram_", "RF-VRAM-LOW"),
     ("pcie_fatal", "RF-PCIE-FATAL"),
     ("pcie_link_", "RF-PCIE-DOWNGRADED"),
@@ -102,6 +157,10 @@ _CODE_BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("tb_scaling", "RF-BW-XGMI-LOW"),
     ("nvbandwidth_p2p", "RF-BW-NVLINK-LOW"),
     ("allreduce_", "RF-RCCL-BUSBW-LOW"),
+    ("allgather_", "RF-RCCL-BUSBW-LOW"),
+    ("alltoall_", "RF-RCCL-BUSBW-LOW"),
+    ("miopen_verify", "RF-MIOPEN-VERIFY"),
+    ("miopen_", "RF-MIOPEN-LOW"),
     ("collective_wrong", "RF-RCCL-WRONG"),
     ("collective_busbw_dip", "RF-RCCL-DIP"),
     ("ecc_", "RF-ECC"),
@@ -110,6 +169,9 @@ _CODE_BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("dcgm_targeted_power", "RF-POWER-LOW"),
     ("gpu_temperature", "RF-TEMP-HIGH"),
     ("ib_", "RF-NET-LOW"),
+    ("topology_link_type", "RF-TOPO-LINK-TYPE"),
+    ("topology_hops", "RF-TOPO-HOPS"),
+    ("topology_weight", "RF-TOPO-WEIGHT"),
 )
 
 

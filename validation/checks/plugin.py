@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from validation.checks import progress
 from validation.checks.outcome import CheckFailure
 from validation.checks.results import NodeResults
 from validation.checks.spec import Spec, load_spec_file, role_defaults
@@ -31,6 +32,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="declared node state (YAML/JSON); default: inventory variables via ansible://")
     group.addoption("--rf-node", metavar="NAME", default=None,
                     help="name for the local node in results (default: its host name)")
+    group.addoption("--rf-previous", metavar="FILE|DIR", default=None,
+                    help="previous results document or run directory whose check durations set the expected "
+                    "times in progress-<node>.json (default: the newest run directory next to --rf-results)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -52,6 +56,50 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         found = [m.name for m in item.iter_markers() if m.name in TIERS]
         if len(found) != 1:
             raise pytest.UsageError(f"{item.nodeid}: needs exactly one tier marker of {list(TIERS)}, has {found}")
+
+
+def _host_of(item: pytest.Item) -> Any:
+    return getattr(getattr(item, "callspec", None), "params", {}).get("_testinfra_host")
+
+
+def _tier_of(item: pytest.Item) -> str | None:
+    return next((m.name for m in item.iter_markers() if m.name in TIERS), None)
+
+
+def check_id(item: pytest.Item) -> str:
+    """The id results documents use: the node id without the host parameter when that is the only one."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return item.nodeid.split("[")[0] if set(params) <= {"_testinfra_host"} else item.nodeid
+
+
+_PROGRESS = pytest.StashKey[progress.ProgressBook]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Plan each node's checks and write its first progress file (only with --rf-results)."""
+    directory = session.config.getoption("--rf-results")
+    if not directory or session.config.option.collectonly:
+        return
+    by_node: dict[str, list[tuple[str, str, str | None]]] = {}
+    for item in session.items:
+        host = _host_of(item)
+        if _is_check(item) and host is not None:
+            name = node_name(host, session.config.getoption("--rf-node"))
+            by_node.setdefault(name, []).append((item.nodeid, check_id(item), _tier_of(item)))
+    previous = session.config.getoption("--rf-previous")
+    session.config.stash[_PROGRESS] = progress.start_book(
+        Path(directory), by_node, tier=session.config.getoption("markexpr") or "all",
+        previous=Path(previous) if previous else None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    book = item.config.stash.get(_PROGRESS, None)
+    if book is not None:
+        book.start(item.nodeid)
+    yield
+    if book is not None:
+        book.finish(item.nodeid)
 
 
 def node_name(host: Any, override: str | None = None) -> str:
@@ -94,7 +142,10 @@ def _results_for(item: pytest.Item, name: str) -> NodeResults | None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     outcome = yield
     report = outcome.get_result()
-    host = getattr(getattr(item, "callspec", None), "params", {}).get("_testinfra_host")
+    book = item.config.stash.get(_PROGRESS, None)
+    if book is not None:
+        book.report(item.nodeid, report.when, passed=report.passed, failed=report.failed)
+    host = _host_of(item)
     if not _is_check(item) or host is None:
         return
     if report.when == "call" or (report.when == "setup" and not report.passed):
@@ -115,10 +166,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
             status = "error" if report.when == "setup" else "fail"
         else:
             status = "pass"
-        tier = next((m.name for m in item.iter_markers() if m.name in TIERS), None)
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        check_id = item.nodeid.split("[")[0] if set(params) <= {"_testinfra_host"} else item.nodeid
-        results.add_check({"id": check_id, "name": item.originalname, "tier": tier,
+        results.add_check({"id": check_id(item), "name": item.originalname, "tier": _tier_of(item),
                            "needs_gpu": item.get_closest_marker("gpu") is not None,
                            "status": status, "code": code, "message": message, "hint": hint,
                            "duration_s": round(report.duration, 3)})
@@ -192,3 +240,6 @@ def record(host: Any, request: pytest.FixtureRequest) -> Any:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     for results in session.config.stash.get(_RESULTS, {}).values():
         results.finish()
+    book = session.config.stash.get(_PROGRESS, None)
+    if book is not None:
+        book.close()

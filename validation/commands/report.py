@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 
 from validation import fleet
+from validation.commands import _push
 from validation.errors import RocmFleetError
 from validation.records import to_jsonable
 from validation.report import fleet_text, load_run, render_html, render_terminal
+from validation.report.load import with_missing
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,11 +21,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a member worse than the fleet baseline by more than this %% is an outlier (default 5)")
     p.add_argument("--out", type=Path, default=None, help="write report files here (default RESULTS_DIR)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    p.add_argument("--expect", metavar="NODE", nargs="*", default=[],
+                   help="nodes that were targeted: one without a results document is reported as a failure")
+    p.add_argument("--unreachable", metavar="NODE", nargs="*", default=[],
+                   help="nodes known to have become unreachable during the run (reported as such)")
+    _push.add_arguments(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    nodes = load_run(args.results)
+    nodes = with_missing(load_run(args.results), args.expect, args.unreachable)
     if not nodes:
         raise RocmFleetError(f"no per-node results in {args.results}; point at a directory written by "
                              "`rocm-fleet validate` or playbooks/validate.yml")
@@ -37,9 +44,10 @@ def run(args: argparse.Namespace) -> int:
     (out / "fleet.html").write_text(render_html(nodes, title=f"rocm-fleet fleet report ({len(nodes)} nodes)"))
     statuses = [c["status"] for n in nodes for c in n["checks"]]
     failed = any(s in ("fail", "timeout", "error") for s in statuses) or not all(n.get("complete") for n in nodes)
+    doc = {"schema_version": 1, "nodes": len(nodes), "failed": failed, "metrics": to_jsonable(summaries)}
+    pushed = _push.maybe_push(args, doc)
     if args.json:
-        print(json.dumps({"schema_version": 1, "nodes": len(nodes), "failed": failed,
-                          "metrics": to_jsonable(summaries)}, indent=2))
+        print(json.dumps({**doc, **({"push": pushed} if pushed else {})}, indent=2))
     else:
         print(render_terminal(nodes))
         for s in summaries:
@@ -47,4 +55,6 @@ def run(args: argparse.Namespace) -> int:
                 names = ", ".join(f"{m.node}/{m.subject} {dev:+.1%}" for m, dev in s.outliers[:5])
                 print(f"outliers {s.metric}: {names}")
         print(f"fleet report: {out / 'fleet.md'} {out / 'fleet.html'} {out / 'fleet-junit.xml'} {out / 'fleet.prom'}")
-    return 1 if failed else 0
+        if pushed and "error" not in pushed:
+            print(f"pushed the summary to {pushed['url']}: HTTP {pushed['status_code']}")
+    return _push.exit_code(pushed, 1 if failed else 0)

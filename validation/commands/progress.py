@@ -1,0 +1,43 @@
+"""`rocm-fleet progress RESULTS_DIR`: one line per node of a run in progress (or finished).
+
+Reads the `progress-<node>.json` files the checks plugin keeps current. Exit 0 while every node is
+running cleanly or has passed, 1 when a node has a failed check, is stale or was interrupted, 2 when
+the directory holds no progress file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from validation.checks import progress
+from validation.errors import RocmFleetError
+from validation.records import to_jsonable
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("progress", help="show which check each node is running and how long is left",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results", type=Path, metavar="RESULTS_DIR", help="results directory of a running or finished run")
+    p.add_argument("--stale-after", type=float, default=300.0, metavar="SECONDS",
+                   help="a running node whose file has not changed for this long beyond its running check's "
+                   "expected time is stale (default 300)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    docs = progress.load_progress(args.results)
+    if not docs:
+        raise RocmFleetError(f"no progress-<node>.json in {args.results}; point at the --results directory of a "
+                             "run started by this version of rocm-fleet")
+    now = progress.utcnow()
+    views = [progress.view(doc, now=now, stale_after_s=args.stale_after) for doc in docs]
+    if args.json:
+        print(json.dumps({"schema_version": 1, "nodes": to_jsonable(views)}, indent=2))
+    else:
+        width = max(len(v.node) for v in views)
+        for v in views:
+            print(progress.format_line(v, width=width))
+    return 1 if any(v.verdict == "fail" for v in views) else 0
