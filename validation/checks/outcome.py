@@ -24,6 +24,10 @@ CHECK_CODES: dict[str, str] = {
     "RF-AMDGPU-KERNEL-ERRORS": "amdgpu logged errors: collect `dmesg`, check firmware/IFWI versions and RAS "
                                "counters; drain the node if they repeat.",
     "RF-NO-NVIDIA-GPU": "nvidia-smi does not answer: check the NVIDIA driver (`nvidia-smi`, dmesg NVRM lines).",
+    "RF-NODE-UNREACHABLE": "The node stopped answering over SSH during the run: check that it is up (ping, ssh, "
+                           "BMC console), then re-run validate.yml --limit NODE.",
+    "RF-NODE-NO-RESULTS": "The node was targeted but delivered no results: read its lines in the play recap "
+                          "(install, disk or timeout), fix, and re-run validate.yml --limit NODE.",
     "RF-PROBE-WRONG-RESULT": "A probe computed a wrong result on the named GPU: drain the node, re-run, and run "
                              "the vendor diagnostics (RVS/AGFHC or dcgmi diag) on that GPU; RMA if it repeats.",
 }

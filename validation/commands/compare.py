@@ -19,14 +19,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("after", type=Path, metavar="RUN_B")
     p.add_argument("--tolerance-pct", type=float, default=5.0,
                    help="a change worse than this %% is a regression (default 5)")
+    p.add_argument("--node", metavar="NODE", default=None,
+                   help="compare this node only (an upgrade gate compares each node with its own baseline)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     before, after = load_run(args.before), load_run(args.after)
+    if args.node:
+        before = [n for n in before if n["host"] == args.node]
+        after = [n for n in after if n["host"] == args.node]
     if not before or not after:
-        raise RocmFleetError(f"need per-node results in both {args.before} and {args.after}")
+        which = f" for {args.node}" if args.node else ""
+        raise RocmFleetError(f"need per-node results{which} in both {args.before} and {args.after}")
     deltas = fleet.compare(before, after, tolerance=args.tolerance_pct / 100)
     regressions = [d for d in deltas if d.regression]
     if args.json:

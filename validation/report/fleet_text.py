@@ -25,7 +25,17 @@ def markdown(nodes: list[dict[str, Any]], summaries: list[MetricSummary], *, thr
             more = f" and {len(s.outliers) - 10} more" if len(s.outliers) > 10 else ""
             lines.append(f"| {s.metric} | {s.unit} | {s.count} | {s.p50:.4g} | {s.minimum:.4g} | {s.maximum:.4g} | "
                          f"{s.baseline:.4g} | {named}{more} |")
+    failures = [(node["host"], c) for node in nodes for c in node["checks"]
+                if c["status"] in ("fail", "error", "timeout")]
+    if failures:
+        lines += ["", "## Failures", "", "| node | check | code | found | what to do |", "|---|---|---|---|---|"]
+        lines += [f"| {host} | {c.get('name') or c['id']} | {c.get('code') or ''} | {_cell(c.get('message'))} | "
+                  f"{_cell(c.get('hint'))} |" for host, c in failures]
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str | None) -> str:
+    return (text or "").replace("|", "\\|").replace("\n", " ")
 
 
 def _label(value: str) -> str:
