@@ -7,6 +7,7 @@ from typing import Any
 import jinja2
 
 from validation.report.load import node_status
+from validation.report.scaling import row_aggregate, scaling_tables
 
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("validation.report", "templates"),
                           autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined)
@@ -63,4 +64,5 @@ def render_html(nodes: list[dict[str, Any]], *, title: str) -> str:
     grid = {n["host"]: {c["id"]: c for c in n["checks"]} for n in nodes}
     return _ENV.get_template("report.html.j2").render(
         title=title, nodes=nodes, check_ids=check_ids, grid=grid, node_status=node_status,
-        heatmaps=heatmaps, measurement_tables=measurement_tables)
+        heatmaps=heatmaps, measurement_tables=measurement_tables, scaling_tables=scaling_tables,
+        row_aggregate=row_aggregate)

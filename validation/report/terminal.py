@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from validation.report.load import node_status
+from validation.report.scaling import render_scaling_text
 
 
 def render_terminal(nodes: list[dict[str, Any]]) -> str:
@@ -22,4 +23,7 @@ def render_terminal(nodes: list[dict[str, Any]]) -> str:
                 first = check["message"].splitlines()[0][:160] if check["message"] else ""
                 code = check.get("code") or ""
                 lines.append(f"  {node['host']}: {check['status'].upper()} {check['id']} {code} {first}")
+    scaling = render_scaling_text(nodes)
+    if scaling:
+        lines += ["", scaling]
     return "\n".join(lines)
