@@ -59,8 +59,11 @@ class VersionSet:
 # trixie: rocminfo/rocm-smi 6.1.2, hipcc/libamdhip64 5.7.1. hipcc compiles only with
 # libamdhip64-dev, which it depends on. sid (upgrade target): rocminfo 7.2.4, rocm-smi 6.4.1;
 # sid's hipcc 7.0.2 needs clang-21 and gcc-16's libstdc++6, so it cannot go on a trixie host.
+# openmpi-bin + python3-mpi4py (OpenMPI 5.0.7, mpi4py 4.0.3) are for the multi-node launch test
+# (roles/mpi_launcher, tests/integration/test_multinode.py); their recommends add nothing, and
+# trixie's libopenmpi40 links libamdhip64-5, which the set has anyway.
 TRIXIE_SET = VersionSet(suite="trixie", packages=("rocminfo", "rocm-smi", "hipcc", "libamdhip64-5",
-                                                  "libamdhip64-dev"),
+                                                  "libamdhip64-dev", "openmpi-bin", "python3-mpi4py"),
                         rocm_version="6.1.2", required=True)
 SID_SET = VersionSet(suite="sid", packages=("rocminfo", "rocm-smi"), rocm_version="7.2.4", required=False)
 DEFAULT_SETS = (TRIXIE_SET, SID_SET)

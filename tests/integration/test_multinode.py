@@ -1,0 +1,217 @@
+"""Multi-node launch on three lab hosts: real OpenMPI over real SSH through `rocm-fleet cluster`.
+
+Its own lab (name rfmpi, SSH ports 2441-2443, inventory in a temporary directory), removed at
+the end also on failure. The hosts get the lab mirror as their only package source (the Debian
+archive line is removed first, so the mirror must carry everything; three tasks here instead of
+rocm_repo, which other tests cover), then playbooks/cluster.yml:
+roles/mpi_launcher (OpenMPI 5 + mpi4py from the mirror, the cluster key, SSH config and
+known_hosts) and the MPI smoke job. The tests then launch through the same code that would
+launch rccl-tests: hostfile, environment, time limit with stray cleanup, a failing rank.
+
+The hosts share the machine's loopback, so the one interface variable is `lo`
+(mpi_launcher_socket_ifname). No GPU, no RDMA: the RCCL path itself is not exercised here.
+
+    .venv/bin/pytest tests/integration/test_multinode.py -q
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_run import BIN, ROOT, PlaybookRun
+
+from validation.cli import main
+from validation.lab import Lab
+from validation.multinode.inventory import load_cluster
+from validation.multinode.remote import ssh_argv, sweep
+from validation.probes import runner
+
+pytestmark = pytest.mark.lab
+
+LAB = "rfmpi"
+PORT_BASE = int(os.environ.get("ROCM_FLEET_MPI_PORT_BASE", "2440"))
+HOSTS = ["rfmpi-1", "rfmpi-2", "rfmpi-3"]
+SMOKE = "/etc/rocm-fleet/cluster/rocm_fleet_mpi_smoke.py"
+STRAY_PATTERN = "rocm_fleet_mpi_smoke|prted|prterun|mpirun|sleep 300"
+
+
+def _playbook(inventory: Path, playbook: Path, *extra: str) -> PlaybookRun:
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_FORCE_COLOR": "0"}
+    start = time.monotonic()
+    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(playbook), *extra]
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
+    return PlaybookRun(proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Path, PlaybookRun]]:
+    """Three lab hosts made into a cluster by playbooks/cluster.yml; yields (lab, inventory, run)."""
+    work = tmp_path_factory.mktemp("multinode")
+    lab = Lab(LAB, len(HOSTS), mirror=True, port_base=PORT_BASE, inventory_path=work / "lab.yml")
+    with lab:
+        assert lab.info is not None
+        doc = yaml.safe_load(lab.info.inventory.read_text())
+        group = doc["all"]["children"]["gpu_nodes"]["children"]["lab"]
+        group["vars"].update({
+            "mpi_launcher_cluster_name": LAB,
+            "mpi_launcher_controller_key_dir": str(work / "keys"),
+            "mpi_launcher_ranks_per_node": 1,
+            "mpi_launcher_socket_ifname": "lo",
+            "mpi_launcher_env": {"ROCM_FLEET_TEST_GREETING": "hello, cluster"},
+        })
+        inventory = work / "cluster.yml"
+        inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
+        playbook = work / "prepare.yml"
+        mirror = lab.info.mirror
+        assert mirror is not None
+        keyring = "/etc/apt/keyrings/rocm-fleet-lab.asc"
+        playbook.write_text(yaml.safe_dump([
+            {"name": "The lab mirror as the only package source", "hosts": "lab", "become": True,
+             "gather_facts": False,
+             "tasks": [
+                 {"name": "Drop the Debian archive line",
+                  "ansible.builtin.file": {"path": "/etc/apt/sources.list", "state": "absent"}},
+                 {"name": "Fetch the mirror's signing key",
+                  "ansible.builtin.get_url": {"url": mirror.key_url, "dest": keyring, "mode": "0644"}},
+                 {"name": "Point apt at the mirror",
+                  "ansible.builtin.copy": {"dest": "/etc/apt/sources.list.d/rocm-fleet-lab.list", "mode": "0644",
+                                           "content": f"deb [signed-by={keyring}] {mirror.url}/rocm/apt/"
+                                                      f"{mirror.versions[0]} trixie main\n"}}]},
+            {"ansible.builtin.import_playbook": str(ROOT / "playbooks" / "cluster.yml"),
+             "vars": {"rocm_fleet_cluster_group": "lab"}},
+        ], sort_keys=False))
+        first = _playbook(inventory, playbook)
+        yield lab, inventory, first
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:
+    code = main(list(argv))
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip().startswith("{") else {"text": out}
+
+
+def _leftovers(lab: Lab) -> dict[str, str]:
+    out = {}
+    for host in HOSTS:
+        # one quoted word: ssh hands its arguments to the remote shell joined by spaces
+        found = lab.ssh(host, [shlex.join(["pgrep", "-a", "-f", STRAY_PATTERN])])
+        # pgrep -f also matches the ssh'd shell that runs pgrep itself; keep only other commands
+        lines = [ln for ln in found.stdout.splitlines() if "pgrep" not in ln]
+        if lines:
+            out[host] = "\n".join(lines)
+    return out
+
+
+def test_cluster_playbook_installs_openmpi_from_the_mirror_and_passes_the_smoke_job(cluster) -> None:
+    _, _, first = cluster
+    assert first.rc == 0, first.output[-4000:]
+    assert "cluster smoke: PASS: 3 ranks on 3 nodes; allreduce 6 as expected" in first.output, first.output[-3000:]
+    print(f"prepare + cluster.yml: {first.seconds:.0f} s")
+
+
+def test_cluster_playbook_converges_again_without_changes(cluster) -> None:
+    _, inventory, _ = cluster
+    again = _playbook(inventory, ROOT / "playbooks" / "cluster.yml", "-e", "rocm_fleet_cluster_smoke=false")
+    assert again.rc == 0, again.output[-3000:]
+    assert again.changed() == 0, again.changed_tasks()
+
+
+def test_cluster_playbook_check_mode_on_a_converged_cluster_reports_no_changes(cluster) -> None:
+    _, inventory, _ = cluster
+    check = _playbook(inventory, ROOT / "playbooks" / "cluster.yml", "--check", "--diff",
+                      "-e", "rocm_fleet_cluster_smoke=false")
+    assert check.rc == 0, check.output[-3000:]
+    assert check.changed() == 0, check.changed_tasks()
+
+
+def test_hostfile_lists_every_inventory_host_with_its_slots(cluster, capsys) -> None:
+    _, inventory, _ = cluster
+    code, out = _cli(capsys, "cluster", "hostfile", "-i", str(inventory), "--group", "lab")
+    assert code == 0
+    assert out["text"] == "rfmpi-1 slots=1\nrfmpi-2 slots=1\nrfmpi-3 slots=1\n"
+
+
+def test_smoke_job_runs_one_rank_per_host_and_verifies_the_allreduce(cluster, capsys) -> None:
+    _, inventory, _ = cluster
+    code, doc = _cli(capsys, "cluster", "smoke", "-i", str(inventory), "--group", "lab", "--json")
+    assert code == 0, doc
+    summary = next(json.loads(ln.split(": ", 1)[1]) for ln in doc["stdout"].splitlines()
+                   if ln.startswith("rocm-fleet-mpi-smoke: "))
+    assert sorted(summary["hosts"]) == HOSTS
+    assert (summary["allreduce_sum"], summary["allreduce_expected"], summary["ok"]) == (6, 6, True)
+    assert set(summary["pingpong_round_trip_us"]) == {"1", "2"}
+
+
+def test_every_rank_gets_the_declared_environment(cluster, capsys) -> None:
+    _, inventory, _ = cluster
+    code, doc = _cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--json", "--",
+                     "python3", SMOKE, "--print-env", "ROCM_FLEET_TEST_GREETING", "--print-env",
+                     "NCCL_SOCKET_IFNAME", "--print-env", "NCCL_IB_GID_INDEX")
+    assert code == 0, doc["stderr"][-2000:]
+    envs = {}
+    for line in doc["stdout"].splitlines():
+        if line.startswith("rank ") and " env " in line:
+            host = line.split(" on ", 1)[1].split()[0]
+            envs[host] = json.loads(line.split(" env ", 1)[1])
+    # mpi_launcher_env, the interface variable, and env_profiles' default rccl-multinode profile
+    want = {"ROCM_FLEET_TEST_GREETING": "hello, cluster", "NCCL_SOCKET_IFNAME": "lo", "NCCL_IB_GID_INDEX": "3"}
+    assert envs == {host: want for host in HOSTS}
+    assert "--mca" in doc["argv"] and "btl_tcp_if_include" in doc["argv"]
+
+
+def test_hanging_job_is_killed_within_its_limit_and_leaves_nothing_on_any_host(cluster, capsys) -> None:
+    lab, inventory, _ = cluster
+    started = time.monotonic()
+    code, doc = _cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout-s", "10",
+                     "--json", "--", "python3", SMOKE, "--hang-rank", "2")
+    took = time.monotonic() - started
+    assert code == 1
+    assert doc["timed_out"] is True and doc["rc"] in (124, 137), doc
+    assert "rank 2 hangs as asked" in doc["stdout"]
+    assert took < 10 + 10 + 15, f"the 10 s job took {took:.0f} s to end"
+    assert _leftovers(lab) == {}
+
+
+def test_failing_rank_makes_the_job_fail_with_its_exit_code(cluster, capsys) -> None:
+    lab, inventory, _ = cluster
+    code, doc = _cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout-s", "60",
+                     "--json", "--", "python3", SMOKE, "--fail-rank", "1", "--exit-code", "7")
+    assert code == 1
+    assert (doc["rc"], doc["timed_out"]) == (7, False), doc["stderr"][-2000:]
+    assert _leftovers(lab) == {}
+
+
+def test_rail_check_skips_hosts_where_ibv_devinfo_is_not_installed(cluster, capsys) -> None:
+    _, inventory, _ = cluster
+    code, doc = _cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab", "--rails", "mlx5_0:1",
+                     "--json")
+    assert code == 0, doc
+    skipped = {"status": "skip", "reasons": ["ibv_devinfo is not installed (ibverbs-utils)"]}
+    assert doc["nodes"] == {host: skipped for host in HOSTS}
+
+
+def test_sweep_kills_a_process_left_behind_by_a_job_and_spares_others(cluster) -> None:
+    lab, inventory, _ = cluster
+    spec, _ = load_cluster(inventory, "lab")
+    conn = spec.node("rfmpi-3").connection
+    # a "rank" of job rf-leftover0001 that outlived its launcher, and an unrelated process
+    for marker in ("rf-leftover0001", "rf-unrelated0002"):
+        started = runner.run(ssh_argv(conn, ["sh", "-c", f"ROCM_FLEET_JOB={marker} setsid sleep 300 "
+                                             "</dev/null >/dev/null 2>&1 &"]), timeout_s=30)
+        assert started.ok, started.stderr
+    strays, error = sweep(spec, "rfmpi-3", "rf-leftover0001")
+    assert error == ""
+    assert [s.command for s in strays] == ["sleep"]
+    left = lab.ssh("rfmpi-3", [shlex.join(["sh", "-c", "for p in $(pgrep -x sleep); do tr '\\0' '\\n' "
+                                                        "< /proc/$p/environ | grep ROCM_FLEET_JOB; done"])])
+    assert left.stdout.split() == ["ROCM_FLEET_JOB=rf-unrelated0002"]
+    assert sweep(spec, "rfmpi-3", "rf-unrelated0002")[0]

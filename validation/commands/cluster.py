@@ -1,0 +1,247 @@
+"""`rocm-fleet cluster ...`: launch across an inventory group (mpirun or srun, as the inventory
+declares), schedule pairwise runs, and admit nodes into the cluster.
+
+    cluster hostfile -i INV [--group G] [--slurm]           the group's hostfile / Slurm node list
+    cluster run      -i INV [--group G] [--nodes a,b] [--timeout-s S] -- PROGRAM [ARGS]
+    cluster smoke    -i INV [--group G] [--timeout-s S]    MPI ping-pong + allreduce on every node
+    cluster pairwise -i INV [--group G] --out DIR [--pattern pairwise|partner|k-batch|all]
+                     [--partner NODE] [--k K] [--timeout-s S] -- all_reduce_perf ARGS
+    cluster admit    --runs DIR --single-node RESULTS_DIR --sku SKU [--gpus-per-node 8] [--out DIR]
+    cluster rails    -i INV [--group G] [--rails mlx5_0:1,mlx5_1:1]   RDMA port state, NIC firmware
+
+Exit codes: 0 the job passed / every node admitted; 1 a job failed or timed out / a node was
+rejected; 2 no verdict (bad inventory, unreadable input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from validation.errors import RocmFleetError
+from validation.multinode import admission, rails, report, results, schedule
+from validation.multinode.hostfile import openmpi_hostfile, slurm_nodelist
+from validation.multinode.inventory import load_cluster
+from validation.multinode.remote import LaunchResult, launch
+from validation.multinode.targets import multinode_target
+from validation.records import Status, to_jsonable
+
+SMOKE_PROGRAM = "rocm_fleet_mpi_smoke.py"
+SMOKE_PREFIX = "rocm-fleet-mpi-smoke: "
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("cluster", help="multi-node launch, pairwise runs and node admission",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cmds = p.add_subparsers(dest="cluster_command", required=True, metavar="ACTION")
+
+    def with_inventory(q: argparse.ArgumentParser) -> None:
+        q.add_argument("-i", "--inventory", type=Path, required=True, help="Ansible inventory")
+        q.add_argument("--group", default="gpu_nodes", help="inventory group forming the cluster (default gpu_nodes)")
+
+    q = cmds.add_parser("hostfile", help="print the group's OpenMPI hostfile (or Slurm node list)")
+    with_inventory(q)
+    q.add_argument("--slurm", action="store_true", help="print a Slurm node list instead")
+    q.set_defaults(run=run_hostfile)
+
+    q = cmds.add_parser("run", help="run a program on the group's nodes through the declared launcher")
+    with_inventory(q)
+    q.add_argument("--nodes", default="", help="comma-separated subset of the group (default: all)")
+    q.add_argument("--timeout-s", type=float, default=300.0, help="wall-clock limit of the job (default 300)")
+    q.add_argument("--json", action="store_true", help="print one JSON document")
+    q.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS]")
+    q.set_defaults(run=run_program)
+
+    q = cmds.add_parser("smoke", help="MPI ping-pong + allreduce across every node (roles/mpi_launcher's program)")
+    with_inventory(q)
+    q.add_argument("--timeout-s", type=float, default=300.0)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(run=run_smoke)
+
+    q = cmds.add_parser("pairwise", help="run a collective test per pair / batch and save the outputs")
+    with_inventory(q)
+    q.add_argument("--out", type=Path, required=True, help="directory for the outputs and runs.json")
+    q.add_argument("--pattern", choices=["pairwise", "partner", "k-batch", "all"], default="pairwise")
+    q.add_argument("--partner", default="", help="known-good node for --pattern partner")
+    q.add_argument("--k", type=int, default=2, help="batch size for --pattern k-batch")
+    q.add_argument("--timeout-s", type=float, default=600.0, help="limit per run (default 600)")
+    q.add_argument("program", nargs=argparse.REMAINDER, help="-- all_reduce_perf -b 8 -e 16G -f 2 -g 1 -c 1")
+    q.set_defaults(run=run_pairwise)
+
+    q = cmds.add_parser("admit", help="admitted / rejected nodes from pairwise outputs and single-node results")
+    q.add_argument("--runs", type=Path, required=True, help="directory with runs.json (cluster pairwise)")
+    q.add_argument("--single-node", type=Path, required=True, help="per-node results of `rocm-fleet validate`")
+    q.add_argument("--sku", required=True, help="target SKU, e.g. mi300x")
+    q.add_argument("--gpus-per-node", type=int, default=8)
+    q.add_argument("--cluster", default="cluster", help="name in the report heading")
+    q.add_argument("--out", type=Path, default=None, help="write admitted.hostfile, admitted.nodelist, "
+                   "admission.md, admission.json here (default: --runs)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(run=run_admit)
+
+
+    q = cmds.add_parser("rails", help="RDMA port state and NIC firmware per node, where ibv_devinfo is installed")
+    with_inventory(q)
+    q.add_argument("--rails", default="", help="declared rails DEVICE:PORT, comma-separated (default: list only)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(run=run_rails)
+
+
+def _program(args: argparse.Namespace) -> list[str]:
+    program = list(args.program)
+    if program[:1] == ["--"]:
+        program = program[1:]
+    if not program:
+        raise RocmFleetError("no program given; put it after `--`, e.g. `-- hostname`")
+    return program
+
+
+def _describe(result: LaunchResult) -> dict:
+    doc = to_jsonable(result)
+    doc["ok"] = result.ok
+    return doc
+
+
+def _emit(result: LaunchResult, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps({"schema_version": 1, **_describe(result)}, indent=2))
+    else:
+        sys.stdout.write(result.stdout)
+        sys.stderr.write(result.stderr)
+        state = "timed out" if result.timed_out else f"exit {result.rc}"
+        print(f"cluster job {result.marker} on {', '.join(result.nodes)} via {result.method}: {state}, "
+              f"{result.seconds:.1f} s, stray processes killed: {len(result.strays)}", file=sys.stderr)
+    return 0 if result.ok and not result.sweep_errors else 1
+
+
+def run_hostfile(args: argparse.Namespace) -> int:
+    spec, names = load_cluster(args.inventory, args.group)
+    text = slurm_nodelist(names) + "\n" if args.slurm else openmpi_hostfile(names, spec.ranks_per_node)
+    sys.stdout.write(text)
+    return 0
+
+
+def run_program(args: argparse.Namespace) -> int:
+    spec, names = load_cluster(args.inventory, args.group)
+    nodes = [n for n in args.nodes.split(",") if n] or names
+    return _emit(launch(spec, nodes, _program(args), timeout_s=args.timeout_s), args.json)
+
+
+def smoke_verdict(result: LaunchResult, nodes: list[str], ranks_per_node: int) -> tuple[bool, str]:
+    """Did the smoke job prove the launch path: every rank on its node, allreduce and ping-pong right?"""
+    if result.timed_out:
+        return False, "the smoke job timed out"
+    line = next((ln for ln in result.stdout.splitlines() if ln.startswith(SMOKE_PREFIX)), None)
+    if line is None:
+        return False, f"the smoke job printed no summary (exit {result.rc})"
+    summary = json.loads(line[len(SMOKE_PREFIX):])
+    want = len(nodes) * ranks_per_node
+    if summary.get("ranks") != want or sorted(set(summary.get("hosts", []))) != sorted(nodes):
+        return False, f"ranks ran on {summary.get('hosts')}, expected {ranks_per_node} on each of {nodes}"
+    if not summary.get("ok") or result.rc != 0:
+        return False, f"the smoke checks failed (exit {result.rc}): {line}"
+    return True, f"{want} ranks on {len(nodes)} nodes; allreduce {summary['allreduce_sum']} as expected"
+
+
+def run_smoke(args: argparse.Namespace) -> int:
+    spec, names = load_cluster(args.inventory, args.group)
+    program = ["python3", f"{spec.config_dir}/{SMOKE_PROGRAM}"]
+    result = launch(spec, names, program, timeout_s=args.timeout_s)
+    ok, why = smoke_verdict(result, names, spec.ranks_per_node)
+    if args.json:
+        print(json.dumps({"schema_version": 1, "passed": ok, "reason": why, **_describe(result)}, indent=2))
+    else:
+        sys.stdout.write(result.stdout)
+        print(f"cluster smoke: {'PASS' if ok else 'FAIL'}: {why}", file=sys.stderr)
+    return 0 if ok else 1
+
+
+def run_pairwise(args: argparse.Namespace) -> int:
+    spec, names = load_cluster(args.inventory, args.group)
+    program = _program(args)
+    if args.pattern == "pairwise":
+        plan = schedule.pairwise(names)
+    elif args.pattern == "partner":
+        plan = schedule.with_partner(names, args.partner or names[0])
+    elif args.pattern == "k-batch":
+        plan = schedule.k_batch(names, args.k)
+    else:
+        plan = schedule.all_nodes(names)
+    args.out.mkdir(parents=True, exist_ok=True)
+    runs = []
+    # Groups of one round share no node; they run one after the other here, which is slower but
+    # keeps one job's traffic from disturbing another's numbers.
+    for group in schedule.groups(plan):
+        result = launch(spec, group, program, timeout_s=args.timeout_s)
+        name = "+".join(group) + ".txt"
+        (args.out / name).write_text(result.stdout)
+        runs.append({"nodes": list(group), "output": name, "rc": result.rc, "timed_out": result.timed_out,
+                     "seconds": round(result.seconds, 1), "strays": to_jsonable(result.strays),
+                     "argv": list(result.argv)})
+        (args.out / results.RUNS_FILE).write_text(json.dumps({"schema_version": 1, "cluster": spec.name,
+                                                               "pattern": args.pattern, "runs": runs}, indent=2))
+    failed = [r for r in runs if r["rc"] != 0 or r["timed_out"]]
+    print(f"{len(runs)} runs, {len(failed)} failed or timed out; outputs in {args.out}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def run_admit(args: argparse.Namespace) -> int:
+    index = json.loads((args.runs / results.RUNS_FILE).read_text()) if (args.runs / results.RUNS_FILE).exists() \
+        else {}
+    sizes = {len(r["nodes"]) for r in index.get("runs", [])}
+    if len(sizes) != 1:
+        raise RocmFleetError(f"{args.runs / results.RUNS_FILE}: runs must all have the same node count to share "
+                             f"one target; found {sorted(sizes) or 'no runs'}")
+    target = multinode_target(args.sku, sizes.pop(), args.gpus_per_node)
+    runs = results.load_runs(args.runs, target)
+    single = results.single_node_statuses(args.single_node)
+    nodes = list(dict.fromkeys([*[n for r in runs for n in r.nodes], *single]))
+    verdict = admission.admit(nodes, single, runs, target)
+    out = args.out or args.runs
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "admitted.hostfile").write_text(report.admitted_hostfile(verdict, args.gpus_per_node))
+    (out / "admitted.nodelist").write_text(report.admitted_nodelist(verdict))
+    (out / "admission.md").write_text(report.markdown(verdict, cluster=args.cluster))
+    doc = {"schema_version": 1, "admitted": list(verdict.admitted),
+           "rejected": [{"node": n.node, "reasons": list(n.reasons)} for n in verdict.rejected],
+           "nodes": to_jsonable(verdict.nodes)}
+    (out / "admission.json").write_text(json.dumps(doc, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(report.markdown(verdict, cluster=args.cluster), end="")
+    return 0 if not verdict.rejected else 1
+
+
+def run_rails(args: argparse.Namespace) -> int:
+    spec, names = load_cluster(args.inventory, args.group)
+    declared = [r for r in args.rails.split(",") if r]
+    nodes: dict[str, dict] = {}
+    ports_by_node: dict[str, tuple[rails.RdmaPort, ...]] = {}
+    for name in names:
+        raw = rails.probe(spec, name)
+        if raw.rc == rails.NOT_INSTALLED_RC:
+            nodes[name] = {"status": Status.SKIP.value, "reasons": ["ibv_devinfo is not installed (ibverbs-utils)"]}
+            continue
+        if not raw.ok:
+            why = "timed out" if raw.timed_out else f"exit {raw.rc}: {raw.stderr.strip()[-300:]}"
+            nodes[name] = {"status": Status.ERROR.value, "reasons": [f"ibv_devinfo {why}"]}
+            continue
+        ports = rails.parse_ibv_devinfo(raw.stdout)
+        ports_by_node[name] = ports
+        verdicts = rails.judge_rails(name, ports, declared)
+        bad = [v for v in verdicts if v.status not in (Status.PASS, Status.SKIP)]
+        nodes[name] = {"status": (bad[0].status if bad else Status.PASS).value,
+                       "reasons": [v.reason for v in bad], "ports": to_jsonable(ports)}
+    for name, why in rails.firmware_outliers(ports_by_node).items():
+        nodes[name]["status"] = Status.FAIL.value
+        nodes[name]["reasons"].append(why)
+    failed = [n for n, doc in nodes.items() if doc["status"] in ("fail", "error", "timeout")]
+    if args.json:
+        print(json.dumps({"schema_version": 1, "nodes": nodes, "failed": failed}, indent=2))
+    else:
+        for name, doc in nodes.items():
+            print(f"{name}: {doc['status']}" + (f": {'; '.join(doc['reasons'])}" if doc["reasons"] else ""))
+    return 1 if failed else 0

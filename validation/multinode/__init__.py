@@ -1,0 +1,14 @@
+"""Multi-node validation: launch jobs across an inventory group with mpirun or srun, schedule
+pairwise runs, and admit nodes into a cluster.
+
+    inventory.py  the cluster as the inventory declares it (hosts, launcher, env, interface)
+    hostfile.py   OpenMPI hostfile and Slurm node list (pure)
+    launch.py     mpirun / srun command lines (pure)
+    remote.py     run a launch over SSH with a timeout; sweep stray ranks off every node
+    schedule.py   pairwise, known-good-partner and k-batch rounds (pure)
+    targets.py    multi-node bus bandwidth targets by SKU, node count and GPU count (pure)
+    admission.py  single-node result + pairwise busbw -> admitted / rejected with reasons (pure)
+    report.py     the fleet report's admission section (Markdown)
+
+The RCCL path has not run on real multi-node hardware; see docs/multinode.md.
+"""
