@@ -67,3 +67,12 @@ def test_rejects_a_row_that_does_not_mark_itself_x() -> None:
     text = H100.read_text().replace("GPU1  NV18   X    NV18", "GPU1  NV18  NV18   X  ")
     with pytest.raises(ParseError, match="GPU1"):
         nvidia_smi_topo.parse(text)
+
+
+def test_real_h200_capture_in_the_tools_own_layout_with_ansi_header() -> None:
+    """Captured on the lent H200: tabs, an ANSI-underlined header row, a GPU NUMA ID column."""
+    rec = nvidia_smi_topo.parse((REAL / "h200-x1-rocm-fleet-device-topo-m.txt").read_text())
+    assert [g.name for g in rec.gpus] == ["GPU0"]
+    assert rec.gpus[0].cpu_affinity == "0-15" and rec.gpus[0].numa_affinity == 0
+    assert rec.gpus[0].gpu_numa_id is None           # "N/A"
+    assert rec.links == ()
