@@ -49,3 +49,8 @@ def test_every_public_default_is_commented(role: Path) -> None:
 def test_variables_reference_is_generated_from_the_specs() -> None:
     assert (ROOT / "docs" / "variables.md").read_text() == docgen.render(ROOT), (
         "docs/variables.md is stale; run: python -m validation.docgen > docs/variables.md")
+
+
+def test_failure_code_reference_is_generated_from_the_code_tables() -> None:
+    assert (ROOT / "docs" / "codes.md").read_text() == docgen.render_codes(), (
+        "docs/codes.md is stale; run: python -m validation.docgen codes > docs/codes.md")
