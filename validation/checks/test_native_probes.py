@@ -20,6 +20,7 @@ from validation.checks.outcome import CheckFailure, expect
 from validation.errors import ParseError
 from validation.judge import judge_timeout
 from validation.probes import native_commands, runner
+from validation.probes.conv_shapes import ConvShape
 from validation.records import Status
 
 pytestmark = [pytest.mark.quick, pytest.mark.gpu]
@@ -164,7 +165,7 @@ def test_rocblas_acceptance_gemm_per_gpu(amd_node: int, targets: Any, record: An
 @pytest.mark.parametrize("layer", native_commands.CONV_LAYERS, ids=lambda layer: layer.name)
 @pytest.mark.parametrize("gpu", GPUS, ids=lambda g: f"gpu{g}")
 def test_miopen_conv_layer_verifies_and_is_timed_per_gpu(amd_node: int, targets: Any, record: Any, gpu: int,
-                                                         layer: native_commands.ConvLayer) -> None:
+                                                         layer: ConvShape) -> None:
     """MIOpenDriver fp16 forward + backward data + backward weights with -V 1 -t 1: a failed
     verification fails the GPU; times and TFLOPS are recorded (no published target)."""
     if gpu >= amd_node:

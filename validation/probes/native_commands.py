@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from validation.parsers import miopen_driver
 from validation.parsers.rccl_tests import collective_argv
+from validation.probes.conv_shapes import RESNET50_SHAPES, ConvShape
 
 # dtype -> hipblaslt-bench type name (gfx942 implements the FNUZ fp8 variant) and compute type.
 HIPBLASLT_TYPES = {"fp8": "f8_fnuz_r", "fp16": "f16_r", "bf16": "bf16_r", "fp32": "f32_r", "fp64": "f64_r"}
@@ -163,35 +164,14 @@ def rocblas_acceptance(metric: str, *, device: int, binary: str = "rocblas-bench
     return [binary, *ROCBLAS_ACCEPTANCE[metric], "--device", str(device)]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConvLayer:
-    """One conv2d layer: batch n, channels c -> k, input h x w, filter y x x (MIOpenDriver's letters)."""
-
-    name: str
-    n: int
-    c: int
-    h: int
-    w: int
-    k: int
-    y: int
-    x: int
-    stride: int = 1
-    pad: int = 0
-
-
-# The same ResNet-50 layers as the PyTorch conv2d probe (validation/probes/torch_probes.py
-# RESNET50_SHAPES), so MIOpenDriver and torch.nn.functional.conv2d cross-check each other.
-CONV_LAYERS: tuple[ConvLayer, ...] = (
-    ConvLayer(name="stem_7x7", n=64, c=3, h=224, w=224, k=64, y=7, x=7, stride=2, pad=3),
-    ConvLayer(name="res2_3x3", n=64, c=64, h=56, w=56, k=64, y=3, x=3, pad=1),
-    ConvLayer(name="res2_1x1", n=64, c=256, h=56, w=56, k=64, y=1, x=1),
-    ConvLayer(name="res4_3x3", n=64, c=256, h=14, w=14, k=256, y=3, x=3, pad=1),
-)
+# The same ResNet-50 layers as the PyTorch conv2d probe, so MIOpenDriver and
+# torch.nn.functional.conv2d cross-check each other (MIOpenDriver's y x are our r s).
+CONV_LAYERS: tuple[ConvShape, ...] = RESNET50_SHAPES
 MIOPEN_OPERATIONS = {"fp32": "conv", "fp16": "convfp16", "bf16": "convbfp16"}
 MIOPEN_DIRECTIONS = {"all": 0, "forward": 1, "backward_data": 2, "backward_weights": 4}
 
 
-def miopen_conv(layer: ConvLayer, *, dtype: str = "fp16", direction: str = "all", iterations: int = 10,
+def miopen_conv(layer: ConvShape, *, dtype: str = "fp16", direction: str = "all", iterations: int = 10,
                 binary: str = "MIOpenDriver") -> list[str]:
     """MIOpenDriver for one layer: verification on (-V 1), kernel timing on (-t 1)."""
     if dtype not in MIOPEN_OPERATIONS:
@@ -199,7 +179,7 @@ def miopen_conv(layer: ConvLayer, *, dtype: str = "fp16", direction: str = "all"
     if direction not in MIOPEN_DIRECTIONS:
         raise ValueError(f"direction {direction!r} is not one of {', '.join(MIOPEN_DIRECTIONS)}")
     return miopen_driver.argv(binary, operation=MIOPEN_OPERATIONS[dtype], n=layer.n, c=layer.c, h=layer.h,
-                              w=layer.w, k=layer.k, y=layer.y, x=layer.x, pad=layer.pad, stride=layer.stride,
+                              w=layer.w, k=layer.k, y=layer.r, x=layer.s, pad=layer.pad, stride=layer.stride,
                               direction=MIOPEN_DIRECTIONS[direction], verify=True, iterations=iterations)
 
 

@@ -1,0 +1,159 @@
+"""Fleet workflows on four lab hosts (issue 6): validate all at once, a rolling upgrade that stops
+at its failure budget, and a host that stops answering mid-run.
+
+This module builds its own four-host lab (the session lab has two), provisions it with site.yml,
+and removes it at the end, also on failure. Order matters and is the file order: the upgrade
+leaves hosts on different versions and the last test stops one host.
+
+    ROCM_FLEET_FLEET_LAB_NAME       lab name (default rfflt)
+    ROCM_FLEET_FLEET_LAB_PORT_BASE  SSH port base (default 2640)
+
+The hosts have no GPU, so every run here passes validation_node_no_gpu; what is proven is the
+fan-out, the gates, the hooks and the bookkeeping, on real hosts over real SSH with real packages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from ansible_run import ROOT, playbook
+
+from validation.lab import Lab
+
+NAME = os.environ.get("ROCM_FLEET_FLEET_LAB_NAME", "rfflt")
+PORT_BASE = int(os.environ.get("ROCM_FLEET_FLEET_LAB_PORT_BASE", "2640"))
+INVENTORY = ROOT / "inventories" / "lab" / f"{NAME}.yml"     # inside inventories/lab: group_vars apply
+RESULTS = ROOT / "results"
+
+# Debian's HIP packages pin the 6.1.2 runtime and sid's 7.2.4 set has none: these hosts carry the
+# two packages that exist in both releases, so one of them can move between the two.
+BASE = {"rocm_packages": ["rocminfo", "rocm-smi"], "validation_node_no_gpu": True}
+NEW = {**BASE, "rocm_version": "7.2.4", "rocm_repo_graphics": "absent",
+       "rocm_packages": ["rocminfo", {"name": "rocm-smi", "version": "6.4.1*"}],
+       "rocm_repo_compat_extra": [   # the lab's own qualification of sid's 7.2 user space on trixie
+           {"kind": "driver", "driver": "inbox", "rocm": ["7.2"], "os": ["debian-13"],
+            "source": "rocm-fleet lab: Debian sid rocminfo 7.2.4 on trixie, upgrade rehearsal"},
+           {"kind": "os", "rocm": "7.2", "os": ["debian-13"],
+            "source": "rocm-fleet lab: Debian sid rocminfo 7.2.4 on trixie, upgrade rehearsal"}]}
+
+# The injected failure: an apt hook that breaks rocminfo as soon as a 7.x rocminfo is installed,
+# i.e. only by the upgrade, and only on the host that carries the hook.
+BREAK_ON_UPGRADE = ("DPkg::Post-Invoke {\"if dpkg-query -W -f='${Version}' rocminfo 2>/dev/null | grep -q '^7'; "
+                    "then chmod a-x /usr/bin/rocminfo; fi\";};\n")
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Iterator[Lab]:
+    the_lab = Lab(NAME, 4, mirror=True, port_base=PORT_BASE, inventory_path=INVENTORY)
+    with the_lab:
+        site = playbook(INVENTORY, "site.yml", extra=BASE, timeout_s=2400)
+        assert site.rc == 0, site.output[-5000:]
+        yield the_lab
+
+
+def hosts(lab: Lab) -> list[str]:
+    return [h.name for h in lab.info.hosts]
+
+
+def version(lab: Lab, host: str, package: str) -> str:
+    return lab.run(host, ["dpkg-query", "-W", "-f", "${Version}", package]).stdout
+
+
+def test_validate_runs_on_every_host_at_once_and_aggregates(fleet: Lab) -> None:
+    one = playbook(INVENTORY, "validate.yml", "--limit", hosts(fleet)[0],
+                   extra={**BASE, "rocm_fleet_run_name": f"{NAME}-one"})
+    assert one.rc == 0, one.output[-5000:]
+    four = playbook(INVENTORY, "validate.yml", extra={**BASE, "rocm_fleet_run_name": f"{NAME}-four"})
+    assert four.rc == 0, four.output[-5000:]
+    docs = sorted((RESULTS / f"{NAME}-four").glob(f"{NAME}-*.json"))
+    assert [d.stem for d in docs] == hosts(fleet)
+    assert all(json.loads(d.read_text())["complete"] for d in docs)
+    assert (RESULTS / f"{NAME}-one" / f"{hosts(fleet)[0]}.json").exists()
+    assert not (RESULTS / f"{NAME}-one" / f"{hosts(fleet)[1]}.json").exists()   # --limit is honoured
+    report = (RESULTS / f"{NAME}-four" / "fleet.md").read_text()
+    assert "4 nodes" in report, report
+    print(f"validate.yml: 1 host {one.seconds:.0f} s, 4 hosts {four.seconds:.0f} s")
+
+
+def test_rolling_upgrade_stops_at_the_failure_budget_and_leaves_the_failing_host_drained(fleet: Lab) -> None:
+    """Batches [1, 2, 1] with a 25 % budget: batch 1 passes; in batch 2 one of two hosts fails its
+    post-upgrade validation (50 % > 25 %), so the rollout stops and batch 3 is never touched."""
+    h1, h2, h3, h4 = hosts(fleet)
+    hooks = RESULTS / f"{NAME}-hooks.log"
+    hooks.parent.mkdir(exist_ok=True)
+    hooks.unlink(missing_ok=True)
+    fleet.run(h3, ["sh", "-c", "printf '%s' \"$1\" > /etc/apt/apt.conf.d/99-break-on-upgrade", "-",
+                   BREAK_ON_UPGRADE])
+    run_id = f"{NAME}-upgrade"
+    upgrade = playbook(INVENTORY, "upgrade.yml", extra={
+        **NEW, "rocm_fleet_run_name": run_id,
+        "rocm_fleet_upgrade_serial": [1, 2, 1], "rocm_fleet_upgrade_max_fail_percentage": 25,
+        "node_drain_method": "command",
+        "node_drain_command": ["sh", "-c", f"echo drain {{{{ inventory_hostname }}}} >> {hooks}"],
+        "node_drain_undrain_command": ["sh", "-c", f"echo undrain {{{{ inventory_hostname }}}} >> {hooks}"]},
+        timeout_s=2400)
+    assert upgrade.rc != 0, upgrade.output[-5000:]
+    calls = hooks.read_text().splitlines()
+    assert calls == [f"drain {h1}", f"undrain {h1}", f"drain {h2}", f"drain {h3}", f"undrain {h2}"] or \
+        calls == [f"drain {h1}", f"undrain {h1}", f"drain {h3}", f"drain {h2}", f"undrain {h2}"], calls
+
+    for host in (h1, h2, h3):                              # upgraded and held at the new version
+        assert version(fleet, host, "rocminfo").startswith("7.2.4"), host
+        assert "rocminfo" in fleet.run(host, ["apt-mark", "showhold"]).stdout.split()
+    for host in (h1, h2):                                  # back in service
+        assert fleet.run(host, ["test", "-e", "/var/lib/rocm-fleet/drain.json"]).returncode != 0
+    drained = json.loads(fleet.run(h3, ["cat", "/var/lib/rocm-fleet/drain.json"]).stdout)
+    assert drained["state"] == "drained" and run_id in drained["reason"]
+    assert version(fleet, h4, "rocminfo").startswith("6.1.2")    # never reached
+    assert fleet.run(h4, ["test", "-e", "/var/lib/rocm-fleet/drain.json"]).returncode != 0
+    assert not (RESULTS / run_id / "before" / f"{h4}.json").exists()
+
+    rollout = {h: json.loads((RESULTS / run_id / "rollout" / f"{h}.json").read_text()) for h in (h1, h2, h3)}
+    assert rollout[h1]["state"] == rollout[h2]["state"] == "in service"
+    assert rollout[h3]["state"] == "drained" and rollout[h3]["after_passed"] is False
+    assert rollout[h3]["from"]["rocm_version"] == "6.1.2" and rollout[h3]["to"]["rocm_version"] == "7.2.4"
+    after = json.loads((RESULTS / run_id / "after" / f"{h3}.json").read_text())
+    failed = [c["name"] for c in after["checks"] if c["status"] == "fail"]
+    assert "test_rocminfo_is_installed" in failed, failed
+    baseline = json.loads((RESULTS / run_id / "before" / f"{h3}.json").read_text())
+    assert all(c["status"] != "fail" for c in baseline["checks"]), "baseline judged against the applied state"
+    compare = subprocess.run([str(Path(sys.executable).parent / "rocm-fleet"), "compare", str(RESULTS / run_id / "before"),
+                              str(RESULTS / run_id / "after"), "--node", h1], capture_output=True, text=True,
+                             timeout=120, check=False)
+    assert compare.returncode == 0, compare.stdout + compare.stderr
+    print(f"upgrade.yml: {upgrade.seconds:.0f} s for batches [1, 2] before it stopped")
+
+
+def test_a_host_that_stops_answering_mid_run_is_reported_unreachable(fleet: Lab) -> None:
+    h1, h2, h3, h4 = hosts(fleet)
+    run_id = f"{NAME}-unreachable"
+    argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(INVENTORY),
+            str(ROOT / "playbooks" / "validate.yml"), "-e", json.dumps({**BASE, "rocm_fleet_run_name": run_id})]
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    start = time.monotonic()
+    with subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True) as proc:
+        output = []
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            output.append(line)
+            if line.startswith("TASK [validation_node : Run the validation tier on the node]"):
+                fleet.stop(h4)          # the run is starting everywhere: take one host away
+            assert time.monotonic() - start < 1500, "validate.yml did not finish"
+        rc = proc.wait(timeout=60)
+    text = "".join(output)
+    assert rc != 0, text[-5000:]
+    assert f"{h4}" in text and "unreachable=1" in text.split(h4)[-1][:200], text[-3000:]
+    for host in (h1, h2, h3):
+        doc = json.loads((RESULTS / run_id / f"{host}.json").read_text())
+        assert doc["complete"], host
+    report = (RESULTS / run_id / "fleet.md").read_text()
+    assert "RF-NODE-UNREACHABLE" in report and h4 in report, report
+    print(f"validate.yml with one host lost: {time.monotonic() - start:.0f} s")
