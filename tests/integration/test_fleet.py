@@ -124,9 +124,9 @@ def test_rolling_upgrade_stops_at_the_failure_budget_and_leaves_the_failing_host
     assert "test_rocminfo_is_installed" in failed, failed
     baseline = json.loads((RESULTS / run_id / "before" / f"{h3}.json").read_text())
     assert all(c["status"] != "fail" for c in baseline["checks"]), "baseline judged against the applied state"
-    compare = subprocess.run([str(Path(sys.executable).parent / "rocm-fleet"), "compare", str(RESULTS / run_id / "before"),
-                              str(RESULTS / run_id / "after"), "--node", h1], capture_output=True, text=True,
-                             timeout=120, check=False)
+    cli = str(Path(sys.executable).parent / "rocm-fleet")
+    compare = subprocess.run([cli, "compare", str(RESULTS / run_id / "before"), str(RESULTS / run_id / "after"),
+                              "--node", h1], capture_output=True, text=True, timeout=120, check=False)
     assert compare.returncode == 0, compare.stdout + compare.stderr
     print(f"upgrade.yml: {upgrade.seconds:.0f} s for batches [1, 2] before it stopped")
 
