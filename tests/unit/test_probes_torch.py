@@ -132,3 +132,23 @@ def test_no_gpu_means_no_gpu_devices() -> None:
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible; this checks the CPU-only path")
     assert tp.gpu_devices() == ()
+
+
+def test_host_copies_run_local_then_on_the_nearest_other_numa_node() -> None:
+    assert tp.host_copy_plan(1, (0, 1, 2, 3)) == ((1, "local"), (0, "remote"))
+    assert tp.host_copy_plan(2, (0, 1, 2, 3)) == ((2, "local"), (1, "remote"))
+    assert tp.host_copy_plan(0, (0,)) == ((0, "local"),)                  # one node: no remote
+    assert tp.host_copy_plan(None, (0, 1)) == ((None, "unknown"),)        # GPU's node unknown: unbound
+    assert tp.host_copy_plan(3, (0, 1)) == ((None, "unknown"),)           # node without usable CPUs
+
+
+def test_usable_numa_nodes_read_from_sysfs_and_the_affinity_mask(tmp_path) -> None:
+    import os
+    allowed = sorted(os.sched_getaffinity(0))
+    (tmp_path / "node0").mkdir()
+    (tmp_path / "node0" / "cpulist").write_text(f"{allowed[0]}\n")
+    (tmp_path / "node1").mkdir()
+    (tmp_path / "node1" / "cpulist").write_text("100000-100003\n")     # CPUs this process may not use
+    (tmp_path / "node10").mkdir()
+    (tmp_path / "node10" / "cpulist").write_text(f"{allowed[-1]}\n")
+    assert tp.usable_numa_nodes(tmp_path) == (0, 10)

@@ -232,6 +232,28 @@ def numa_cpus(node: int, sysfs: Path = Path("/sys/devices/system/node")) -> froz
     return frozenset(cpus)
 
 
+def usable_numa_nodes(sysfs: Path = Path("/sys/devices/system/node")) -> tuple[int, ...]:
+    """NUMA nodes that have at least one CPU this process may run on."""
+    allowed = os.sched_getaffinity(0)
+    nodes = []
+    for entry in sorted(sysfs.glob("node[0-9]*"), key=lambda e: int(e.name[4:])):
+        try:
+            if numa_cpus(int(entry.name[4:]), sysfs) & allowed:
+                nodes.append(int(entry.name[4:]))
+        except (OSError, ValueError):
+            continue
+    return tuple(nodes)
+
+
+def host_copy_plan(gpu_node: int | None, nodes: Sequence[int]) -> tuple[tuple[int | None, str], ...]:
+    """Where the host side of a GPU's copies runs: its own NUMA node ("local") and, when the host
+    has another usable node, the nearest other one ("remote"); unbound when the GPU's node is unknown."""
+    if gpu_node is None or gpu_node not in nodes:
+        return ((None, "unknown"),)
+    others = sorted((n for n in nodes if n != gpu_node), key=lambda n: (abs(n - gpu_node), n))
+    return ((gpu_node, "local"),) + (((others[0], "remote"),) if others else ())
+
+
 def gpu_index(device: torch.device) -> int:
     return device.index if device.index is not None else torch.cuda.current_device()
 
