@@ -52,13 +52,18 @@ class Delta:
 
 def measurements(nodes: Iterable[dict[str, Any]]) -> dict[str, list[tuple[Member, dict[str, Any]]]]:
     """metric -> [(member, raw entry)] over every node's numeric measurements."""
-    by_metric: dict[str, list[tuple[Member, dict[str, Any]]]] = defaultdict(list)
+    # A node that measured the same metric and subject twice in one run (a quick-tier sweep and
+    # the acceptance sweep both time resnet50 at b32) is one member: its last measurement.
+    latest: dict[tuple[str, str, str], tuple[Member, dict[str, Any]]] = {}
     for node in nodes:
         for entry in node.get("measurements", []):
             if isinstance(entry.get("value"), (int, float)):
                 member = Member(node=node["host"], subject=str(entry.get("subject", "node")),
                                 value=float(entry["value"]))
-                by_metric[entry["metric"]].append((member, entry))
+                latest[(entry["metric"], member.node, member.subject)] = (member, entry)
+    by_metric: dict[str, list[tuple[Member, dict[str, Any]]]] = defaultdict(list)
+    for (metric, _, _), row in latest.items():
+        by_metric[metric].append(row)
     return by_metric
 
 

@@ -93,3 +93,12 @@ def test_partial_results_document_is_valid_json_with_complete_false(tmp_path: Pa
     results.finish()
     (doc,) = load_run(tmp_path)
     assert doc["complete"] is True
+
+
+def test_a_metric_measured_twice_on_one_node_is_one_member_its_last_value() -> None:
+    """Seen on the lent H200: the quick and acceptance sweeps both time resnet50 at b32; the node
+    must not become its own outlier."""
+    twice = node("n1", {"gpu0": 600.0})
+    twice["measurements"].append({**twice["measurements"][0], "value": 300.0})
+    (s,) = fleet.summarize([twice])
+    assert s.count == 1 and s.p50 == 300.0 and not s.outliers

@@ -59,7 +59,7 @@ def test_plan_takes_previous_durations_and_falls_back_to_tier_budgets() -> None:
     assert (b.expected_s, b.from_previous) == (40.0, True)
     assert (c.expected_s, c.from_previous) == (2.0, False)
     (acceptance,) = progress.plan([("t.py::test_burn[local]", "t.py::test_burn", "acceptance")], {})
-    assert acceptance.expected_s == 900.0
+    assert acceptance.expected_s == 60.0
 
 
 def test_running_check_is_named_with_elapsed_and_remaining_time(tmp_path: Path) -> None:
