@@ -131,6 +131,24 @@ def test_rolling_upgrade_stops_at_the_failure_budget_and_leaves_the_failing_host
     print(f"upgrade.yml: {upgrade.seconds:.0f} s for batches [1, 2] before it stopped")
 
 
+def test_acceptance_writes_a_report_per_node_and_for_the_batch(fleet: Lab) -> None:
+    """The acceptance playbook over the four hosts as the upgrade left them (no GPU: the GPU checks
+    skip, the burn-in skips). Hosts 1-3 now run ROCm 7.2.4 while BASE declares 6.1.2, so every
+    host is REJECTED for configuration drift, named with codes; host 4 is on 6.1.2."""
+    run_id = f"{NAME}-acceptance"
+    run = playbook(INVENTORY, "acceptance.yml", extra={**BASE, "rocm_fleet_run_name": run_id,
+                                                        "validation_burnin_seconds": 5})
+    assert run.rc != 0, run.output[-5000:]
+    batch = (RESULTS / run_id / "acceptance.md").read_text()
+    assert "0 of 4 nodes accepted" in batch or "1 of 4 nodes accepted" in batch, batch
+    for host in hosts(fleet):
+        page = (RESULTS / run_id / f"acceptance-{host}.md").read_text()
+        assert page.startswith(f"# Acceptance: {host} — "), page[:200]
+        assert "| BIOS |" in page and "| kernel |" in page
+    assert "RF-CONFIG-ROCM-VERSION" in (RESULTS / run_id / f"acceptance-{hosts(fleet)[0]}.md").read_text()
+    print(f"acceptance.yml on 4 hosts: {run.seconds:.0f} s")
+
+
 def test_a_host_that_stops_answering_mid_run_is_reported_unreachable(fleet: Lab) -> None:
     h1, h2, h3, h4 = hosts(fleet)
     run_id = f"{NAME}-unreachable"
