@@ -8,6 +8,8 @@ declares), schedule pairwise runs, and admit nodes into the cluster.
                      [--partner NODE] [--k K] [--timeout-s S] -- all_reduce_perf ARGS
     cluster admit    --runs DIR --single-node RESULTS_DIR --sku SKU [--gpus-per-node 8] [--out DIR]
     cluster rails    -i INV [--group G] [--rails mlx5_0:1,mlx5_1:1]   RDMA port state, NIC firmware
+                     [--bw-results DIR [--nic-gbps 400] [--gid-index N] [--peer-gap-pct 10]]
+                                                     + saved ib_write_bw per rail: DIR/<node>/<rail>.txt
 
 Exit codes: 0 the job passed / every node admitted; 1 a job failed or timed out / a node was
 rejected; 2 no verdict (bad inventory, unreadable input).
@@ -26,7 +28,7 @@ from validation.multinode.hostfile import openmpi_hostfile, slurm_nodelist
 from validation.multinode.inventory import load_cluster
 from validation.multinode.remote import LaunchResult, launch
 from validation.multinode.targets import multinode_target
-from validation.records import Status, to_jsonable
+from validation.records import Status, to_jsonable, worst
 
 SMOKE_PROGRAM = "rocm_fleet_mpi_smoke.py"
 SMOKE_PREFIX = "rocm-fleet-mpi-smoke: "
@@ -85,6 +87,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     q = cmds.add_parser("rails", help="RDMA port state and NIC firmware per node, where ibv_devinfo is installed")
     with_inventory(q)
     q.add_argument("--rails", default="", help="declared rails DEVICE:PORT, comma-separated (default: list only)")
+    q.add_argument("--bw-results", type=Path, default=None,
+                   help="saved ib_write_bw outputs DIR/<node>/<rail>.txt to judge per rail (and their GID index)")
+    q.add_argument("--nic-gbps", type=int, default=None,
+                   help="NIC speed; 400 applies AMD's 390/770 Gb/s target, otherwise record only")
+    q.add_argument("--gid-index", type=int, default=None,
+                   help="declared RoCE GID index (default: the fleet's most common one)")
+    q.add_argument("--peer-gap-pct", type=float, default=rails.PEER_GAP * 100,
+                   help="flag a rail this many %% below its peers' median (default 10)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(run=run_rails)
 
@@ -238,6 +248,19 @@ def run_rails(args: argparse.Namespace) -> int:
     for name, why in rails.firmware_outliers(ports_by_node).items():
         nodes[name]["status"] = Status.FAIL.value
         nodes[name]["reasons"].append(why)
+    if args.bw_results is not None:
+        measured = rails.rail_bandwidths(rails.read_rail_outputs(args.bw_results, names))
+        verdicts = rails.judge_rail_bandwidth(measured, nic_gbps=args.nic_gbps, peer_gap=args.peer_gap_pct / 100)
+        gid = rails.gid_index_outliers(measured, declared=args.gid_index)
+        for m, v in zip(measured, verdicts, strict=True):
+            doc = nodes[m.node]
+            doc["status"] = worst([Status(doc["status"]), v.status]).value
+            doc.setdefault("bandwidth", []).append(to_jsonable(v))
+            if v.status not in (Status.PASS, Status.SKIP):
+                doc["reasons"].append(v.reason)
+        for name, why in gid.items():
+            nodes[name]["status"] = worst([Status(nodes[name]["status"]), Status.FAIL]).value
+            nodes[name]["reasons"].append(why)
     failed = [n for n, doc in nodes.items() if doc["status"] in ("fail", "error", "timeout")]
     if args.json:
         print(json.dumps({"schema_version": 1, "nodes": nodes, "failed": failed}, indent=2))

@@ -3,26 +3,42 @@
     ports = parse_ibv_devinfo(text)            # every (device, port) with state, link layer, MTU, fw
     judge_rails("node07", ports, ["mlx5_0:1"]) # each declared rail must be PORT_ACTIVE
     firmware_outliers({"node07": ports, ...})  # nodes whose NIC firmware differs from the fleet's
+    pair = rail_pair_argv("mlx5_0:1", "node08", gid_index=3)   # ib_write_bw server/client argv + timeout
+    judge_rail_bandwidth(rail_bandwidths({"node07": {"mlx5_0:1": parsed_ib_write_bw}, ...}))
+    gid_index_outliers(...)                    # rails whose ib_write_bw GID index differs
 
 The parser reads the structure ibv_devinfo prints (an `hca_id:` line per device, `port:` per port,
 tab-indented `key: value` lines) and the keys it needs; the many capability lines of `-v` are
-passed over. ib_write_bw per rail is not here yet: no recorded real output to build it on.
+passed over (GID lines are kept, not judged: no recorded real `-v` output with GIDs to build on).
+
+ib_write_bw per rail: one verdict per (node, rail) from the BW average at the largest message size.
+A target applies only where validation.md has one with a source (AMD acceptance, 400G NIC:
+>= 390 Gb/s unidirectional, >= 770 Gb/s bidirectional); otherwise the rail is recorded only. In both
+cases a rail more than `peer_gap` (10 %) below the median of its peers is FAIL, naming node and
+rail: its peers are the node's other rails, and the same rail on the other nodes.
+GID consistency uses the `GID index` ib_write_bw prints for RoCE; the RoCE version is not in any
+output parsed here, so it is not checked.
 """
 
 from __future__ import annotations
 
 import re
+import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from validation.errors import ParseError
-from validation.judge import Verdict, judge_target
+from validation.judge import CODES, Verdict, judge_target
 from validation.multinode.model import ClusterSpec
 from validation.multinode.remote import ssh_argv
+from validation.parsers import ib_write_bw
+from validation.parsers.ib_write_bw import IbWriteBwResult
 from validation.probes import runner
 from validation.probes.runner import RawRun
-from validation.targets.model import EQUAL, Target
+from validation.records import Status
+from validation.targets.model import EQUAL, HIGHER_IS_BETTER, Target
 
 TOOL = "ibv_devinfo"
 NOT_INSTALLED_RC = 127
@@ -142,3 +158,145 @@ PROBE_ARGV = ["sh", "-c", f"command -v ibv_devinfo >/dev/null 2>&1 || exit {NOT_
 def probe(spec: ClusterSpec, node: str, *, run: Callable[..., RawRun] = runner.run) -> RawRun:
     """ibv_devinfo on `node` over SSH; rc NOT_INSTALLED_RC when the tool is not installed there."""
     return run(ssh_argv(spec.node(node).connection, PROBE_ARGV), timeout_s=PROBE_TIMEOUT_S)
+
+
+# ---- ib_write_bw per rail ---------------------------------------------------------------------
+
+RAIL_BW_METRIC = "ib_write_bw_avg_gb_s"
+PEER_GAP = 0.10
+RAIL_BW_SOURCE = ("AMD acceptance, RDMA per 400G NIC: ib_write_bw >= 390 Gb/s unidir, >= 770 Gb/s bidir "
+                  "(docs/network/rdma-benchmarking.md; validation.md targets table)")
+_RAIL_BW_TARGETS_GB_S = {(400, False): 390.0, (400, True): 770.0}
+PAIR_START_S = 2         # the server must be listening before the client connects
+PAIR_MARGIN_S = 30       # connection setup and the tool's own teardown, on top of the run time
+DEFAULT_TCP_PORT = 18515  # perftest's default
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RailPair:
+    """One ib_write_bw server/client pair for one rail; run the server first, both within `timeout_s`."""
+
+    rail: str
+    server_argv: tuple[str, ...]
+    client_argv: tuple[str, ...]
+    timeout_s: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RailBandwidth:
+    node: str
+    rail: str
+    size_bytes: int
+    bw_average_gb_s: float
+    bidirectional: bool
+    gid_index: int | None
+    link_type: str | None
+
+
+def split_rail(rail: str) -> tuple[str, int]:
+    """Rail "mlx5_0:1" -> ("mlx5_0", 1); a bare device means port 1."""
+    device, _, port = rail.partition(":")
+    if not device or (port and not port.isdigit()):
+        raise ValueError(f"rail {rail!r} is not DEVICE[:PORT] (e.g. mlx5_0:1)")
+    return device, int(port) if port else 1
+
+
+def rail_pair_argv(rail: str, server_host: str, *, gid_index: int | None = None, size_bytes: int = 1048576,
+                   duration_s: int = 10, qps: int = 1, tcp_port: int = DEFAULT_TCP_PORT,
+                   bidirectional: bool = False, binary: str = "ib_write_bw") -> RailPair:
+    """Server and client argv for one rail: `-d DEV -i PORT [-x GID] --report_gbits -F -s SIZE -D S -q N -p TCP`.
+
+    The client adds the server's address last. `gid_index` is needed on RoCE and left out on IB.
+    """
+    device, port = split_rail(rail)
+    if size_bytes < 1 or duration_s < 1 or qps < 1 or not 0 < tcp_port < 65536 or not server_host:
+        raise ValueError(f"need size_bytes, duration_s, qps >= 1, a TCP port and a server host; got {size_bytes}, "
+                         f"{duration_s}, {qps}, {tcp_port}, {server_host!r}")
+    common = (binary, "-d", device, "-i", str(port), *(("-x", str(gid_index)) if gid_index is not None else ()),
+              "--report_gbits", "-F", "-s", str(size_bytes), "-D", str(duration_s), "-q", str(qps),
+              "-p", str(tcp_port), *(("-b",) if bidirectional else ()))
+    return RailPair(rail=rail, server_argv=common, client_argv=(*common, server_host),
+                    timeout_s=PAIR_START_S + duration_s + PAIR_MARGIN_S)
+
+
+def rail_bandwidths(by_node: Mapping[str, Mapping[str, IbWriteBwResult]]) -> list[RailBandwidth]:
+    """node -> rail -> parsed ib_write_bw output, flattened to the largest message size's BW average."""
+    out = []
+    for node, by_rail in by_node.items():
+        for rail, result in by_rail.items():
+            row = result.largest
+            out.append(RailBandwidth(node=node, rail=rail, size_bytes=row.size_bytes,
+                                     bw_average_gb_s=row.bw_average_gb_s, bidirectional=result.bidirectional,
+                                     gid_index=result.gid_index, link_type=result.link_type))
+    return out
+
+
+def rail_bw_target(*, nic_gbps: int | None, bidirectional: bool) -> Target:
+    """The published target for this NIC speed and direction, or a record-only target where none exists."""
+    value = _RAIL_BW_TARGETS_GB_S.get((nic_gbps, bidirectional)) if nic_gbps is not None else None
+    if value is None:
+        why = "NIC speed not declared" if nic_gbps is None else f"no published target for {nic_gbps}G NICs"
+        return Target(metric=RAIL_BW_METRIC, value=None, unit="Gb/s", record_only=True,
+                      source=f"{why}; line rate x efficiency is not a target")
+    return Target(metric=RAIL_BW_METRIC, value=value, unit="Gb/s", direction=HIGHER_IS_BETTER,
+                  source=RAIL_BW_SOURCE)
+
+
+def judge_rail_bandwidth(measured: Sequence[RailBandwidth], *, nic_gbps: int | None = None,
+                         peer_gap: float = PEER_GAP) -> list[Verdict]:
+    """One verdict per (node, rail): the target where one exists, and FAIL when the rail is more than
+    `peer_gap` below the median of its peers on the same node or of the same rail on other nodes."""
+    if not 0 < peer_gap < 1:
+        raise ValueError(f"peer_gap is a fraction between 0 and 1, got {peer_gap}")
+    verdicts = []
+    for m in measured:
+        subject = f"{m.node} {m.rail}"
+        verdict = judge_target(rail_bw_target(nic_gbps=nic_gbps, bidirectional=m.bidirectional), subject,
+                               m.bw_average_gb_s)
+        slow = []
+        for where, peers in (
+                (f"its peer rails on {m.node}", [p for p in measured if p.node == m.node and p.rail != m.rail]),
+                (f"{m.rail} on the other nodes", [p for p in measured if p.rail == m.rail and p.node != m.node])):
+            same_kind = [p.bw_average_gb_s for p in peers if p.bidirectional == m.bidirectional]
+            if same_kind:
+                median = statistics.median(same_kind)
+                if m.bw_average_gb_s < median * (1 - peer_gap):
+                    slow.append(f"{(1 - m.bw_average_gb_s / median) * 100:.1f} % below the median "
+                                f"{median:g} Gb/s of {where}")
+        if slow:
+            verdict = Verdict(status=Status.FAIL, subject=subject, metric=RAIL_BW_METRIC,
+                              measured=m.bw_average_gb_s, unit="Gb/s", target=verdict.target,
+                              reason=f"{subject} {RAIL_BW_METRIC} {m.bw_average_gb_s:g} Gb/s at {m.size_bytes} B is "
+                                     f"{'; '.join(slow)} (limit {peer_gap * 100:g} %)",
+                              code="RF-NET-LOW", hint=CODES["RF-NET-LOW"])
+        verdicts.append(verdict)
+    return verdicts
+
+
+def gid_index_outliers(measured: Sequence[RailBandwidth], *, declared: int | None = None) -> dict[str, str]:
+    """node -> which of its rails used another GID index than the declared one (or, undeclared, than the
+    most common one). Only rails whose output printed a GID index (RoCE) take part."""
+    used = [m for m in measured if m.gid_index is not None]
+    if not used:
+        return {}
+    expected = declared if declared is not None else Counter(m.gid_index for m in used).most_common(1)[0][0]
+    what = "the declared" if declared is not None else "the fleet's common"
+    out: dict[str, list[str]] = {}
+    for m in used:
+        if m.gid_index != expected:
+            out.setdefault(m.node, []).append(f"{m.rail} GID index {m.gid_index}")
+    return {node: f"{', '.join(odd)} differs from {what} GID index {expected}" for node, odd in sorted(out.items())}
+
+
+def read_rail_outputs(directory: Path, nodes: Sequence[str]) -> dict[str, dict[str, IbWriteBwResult]]:
+    """Saved ib_write_bw outputs laid out as DIRECTORY/<node>/<rail>.txt ("mlx5_0:1.txt"); nodes without a
+    directory are left out. An unreadable output raises ParseError naming the file."""
+    out: dict[str, dict[str, IbWriteBwResult]] = {}
+    for node in nodes:
+        files = sorted((directory / node).glob("*.txt"))
+        for path in files:
+            try:
+                out.setdefault(node, {})[path.stem] = ib_write_bw.parse(path.read_text())
+            except ParseError as exc:
+                raise ParseError(ib_write_bw.TOOL, f"{path}: {exc}") from exc
+    return out
