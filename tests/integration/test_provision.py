@@ -16,6 +16,7 @@ import yaml
 from ansible_run import ROOT, PlaybookRun, playbook
 
 from validation import openpgp
+from validation.report import load_run
 
 GROUP_VARS = yaml.safe_load((ROOT / "inventories" / "lab" / "group_vars" / "lab.yml").read_text())
 
@@ -151,7 +152,7 @@ def test_validation_passes_host_checks_and_names_the_missing_gpu(lab, converged,
                            "--hosts", "ansible://lab", "--tier", "smoke", "--results", str(results)],
                           cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-    docs = {p.stem: json.loads(p.read_text()) for p in results.glob("*.json")}
+    docs = {doc["host"]: doc for doc in load_run(results)}   # node documents, not progress files
     assert set(docs) == set(host_names(lab))
     for host, doc in docs.items():
         assert doc["complete"] is True

@@ -24,6 +24,8 @@ import pytest
 import yaml
 from ansible_run import ROOT, PlaybookRun, playbook
 
+from validation.report import load_run
+
 ROLES = "node_tuning,gpu_access,env_profiles"
 KNOBS = {"thp_enabled": Path("/sys/kernel/mm/transparent_hugepage/enabled"),
          "thp_defrag": Path("/sys/kernel/mm/transparent_hugepage/defrag"),
@@ -125,7 +127,7 @@ def validate(inventory: Path, results: Path) -> dict[str, dict[str, dict]]:
     proc = subprocess.run([str(Path(sys.executable).parent / "rocm-fleet"), "validate", "-i", str(inventory),
                            "--hosts", "ansible://lab", "--tier", "smoke", "--no-gpu", "--results", str(results)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
-    docs = {p.stem: json.loads(p.read_text()) for p in results.glob("*.json")}
+    docs = {doc["host"]: doc for doc in load_run(results)}   # node documents, not progress files
     assert docs, proc.stdout[-3000:] + proc.stderr[-3000:]
     out: dict[str, dict[str, dict]] = {}
     for host, doc in docs.items():
