@@ -65,6 +65,16 @@ CODES: dict[str, str] = {
                     "limits; re-run IET.",
     "RF-TEMP-HIGH": "GPU too hot: check fans, airflow and inlet temperature (BMC); re-check when idle.",
     "RF-NET-LOW": "Network bandwidth low: check the NIC link, firmware, cabling and the GPU-NIC affinity.",
+    "RF-NET-RAIL-DOWN": "A declared RDMA rail is missing or not PORT_ACTIVE: check `rdma link`, `ibv_devinfo -d "
+                        "<dev>`, the NIC driver and firmware (dmesg), the cable and the switch port; if the rail "
+                        "list changed on purpose, update --rails / NCCL_IB_HCA in the inventory.",
+    "RF-NET-GID": "The declared RoCE GID index is empty, not RoCE v2, or differs between nodes: check that the "
+                  "rail's netdev has its IP address (`ip addr`, GIDs follow addresses), the RoCE mode "
+                  "(`cat /sys/class/infiniband/<dev>/ports/<port>/gid_attrs/types/<index>`) and that "
+                  "NCCL_IB_GID_INDEX in the inventory matches what the NICs populate.",
+    "RF-NET-RAIL-RUN": "ib_write_bw did not complete between the named nodes on the named rail: read the run's "
+                       ".log (device not found, connection refused, GID/address errors), check the rail on both "
+                       "nodes with `ibv_devinfo`, and that the perftest TCP port is open between them.",
     "RF-TOPO-LINK-TYPE": "A GPU pair is linked over the wrong fabric (PCIE instead of XGMI, fewer NVLinks): check "
                          "`amd-smi xgmi` / `rocm-smi --showxgmierr` (NVIDIA: `nvidia-smi nvlink -s`, fabric "
                          "manager), dmesg for xGMI/NVLink training errors and the BIOS xGMI settings (width x16, "
@@ -169,6 +179,8 @@ _CODE_BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("dcgm_targeted_power", "RF-POWER-LOW"),
     ("gpu_temperature", "RF-TEMP-HIGH"),
     ("ib_", "RF-NET-LOW"),
+    ("rdma_port", "RF-NET-RAIL-DOWN"),
+    ("rdma_gid", "RF-NET-GID"),
     ("topology_link_type", "RF-TOPO-LINK-TYPE"),
     ("topology_hops", "RF-TOPO-HOPS"),
     ("topology_weight", "RF-TOPO-WEIGHT"),

@@ -40,7 +40,7 @@ LAB = "rfmpi"
 PORT_BASE = int(os.environ.get("ROCM_FLEET_MPI_PORT_BASE", "2440"))
 HOSTS = ["rfmpi-1", "rfmpi-2", "rfmpi-3"]
 SMOKE = "/etc/rocm-fleet/cluster/rocm_fleet_mpi_smoke.py"
-STRAY_PATTERN = "rocm_fleet_mpi_smoke|prted|prterun|mpirun|sleep 300"
+STRAY_PATTERN = "rocm_fleet_mpi_smoke|prted|prterun|mpirun|sleep 300|ib_write_bw"
 
 
 def _playbook(inventory: Path, playbook: Path, *extra: str) -> PlaybookRun:
@@ -190,13 +190,110 @@ def test_failing_rank_makes_the_job_fail_with_its_exit_code(cluster, capsys) -> 
     assert _leftovers(lab) == {}
 
 
-def test_rail_check_skips_hosts_where_ibv_devinfo_is_not_installed(cluster, capsys) -> None:
+def test_rail_check_on_hosts_without_rdma_fails_each_declared_rail_from_the_real_tools(cluster, capsys) -> None:
     _, inventory, _ = cluster
+    # nothing declared: the real ibv_devinfo (rdma-core from the mirror) finds no device; listed, not judged
+    code, doc = _cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab", "--json")
+    assert code == 0, doc
+    assert {doc["nodes"][h]["status"] for h in HOSTS} == {"skip"}
+    assert doc["nodes"]["rfmpi-1"]["reasons"][0].startswith("no RDMA device (ibv_devinfo: ")
+    seen = doc["nodes"]["rfmpi-1"]["reasons"][0]
+    # declared: ibv_devinfo's port state and the sysfs GID probe (index 3 from the rccl-multinode profile)
     code, doc = _cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab", "--rails", "mlx5_0:1",
                      "--json")
-    assert code == 0, doc
-    skipped = {"status": "skip", "reasons": ["ibv_devinfo is not installed (ibverbs-utils)"]}
-    assert doc["nodes"] == {host: skipped for host in HOSTS}
+    assert code == 1
+    assert doc["gid_index"] == 3 and doc["failed"] == HOSTS
+    for host in HOSTS:
+        codes = [v["code"] for section in ("port_state", "gid") for v in doc["nodes"][host][section]]
+        assert codes == ["RF-NET-RAIL-DOWN", "RF-NET-RAIL-DOWN"]
+        assert doc["nodes"][host]["reasons"] == [
+            f"{host} mlx5_0:1: declared rail not present (the node has no RDMA device)",
+            f"{host} mlx5_0:1: declared rail not present (the node has no RDMA device; /sys/class/infiniband)"]
+    print("ibv_devinfo on a lab host:", seen)
+
+
+def test_real_ib_write_bw_pairs_fail_per_rail_with_the_tools_own_error(cluster, capsys, tmp_path) -> None:
+    lab, inventory, _ = cluster
+    out = tmp_path / "rails"
+    code, doc = _cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab",
+                     "--rails", "mlx5_0:1,mlx5_1:1", "--run-bw", str(out), "--duration-s", "1", "--json")
+    assert code == 1
+    runs = json.loads((out / "rail-runs.json").read_text())["runs"]
+    # partner pattern: rfmpi-1 serves rfmpi-2, then rfmpi-3; two rails each, ports 18515 and 18516
+    assert [(r["server"], r["client"], r["rail"], r["tcp_port"]) for r in runs] == [
+        ("rfmpi-1", "rfmpi-2", "mlx5_0:1", 18515), ("rfmpi-1", "rfmpi-2", "mlx5_1:1", 18516),
+        ("rfmpi-1", "rfmpi-3", "mlx5_0:1", 18515), ("rfmpi-1", "rfmpi-3", "mlx5_1:1", 18516)]
+    for host in ("rfmpi-2", "rfmpi-3"):
+        verdicts = doc["nodes"][host]["runs"]
+        assert [(v["subject"], v["status"], v["code"]) for v in verdicts] == [
+            (f"{host} mlx5_0:1", "fail", "RF-NET-RAIL-RUN"), (f"{host} mlx5_1:1", "fail", "RF-NET-RAIL-RUN")]
+        assert verdicts[0]["reason"].startswith(f"ib_write_bw {host} -> rfmpi-1 rail mlx5_0:1 (TCP port 18515) "
+                                                "failed: client exit ")
+    print("ib_write_bw on a lab host:", doc["nodes"]["rfmpi-2"]["runs"][0]["reason"])
+    assert not list(out.glob("*/*.txt"))
+    assert _leftovers(lab) == {}
+
+
+def _install_standin(lab: Lab) -> None:
+    script = (Path(__file__).parent / "standins" / "ib_write_bw_standin.py").read_text()
+    recorded = (ROOT / "tests" / "fixtures" / "real" / "ib_write_bw" /
+                "amd-gpu-cluster-networking-d2d-bidir-roce.txt").read_text()
+    install = ('mkdir -p /usr/local/share/rocm-fleet-standin && printf %s "$1" > /usr/local/bin/ib_write_bw_standin'
+               ' && chmod 0755 /usr/local/bin/ib_write_bw_standin'
+               ' && ln -sf ib_write_bw_standin /usr/local/bin/ib_write_bw_standin_hang'
+               ' && printf %s "$2" > /usr/local/share/rocm-fleet-standin/ib_write_bw.txt')
+    for host in HOSTS:
+        done = lab.ssh(host, [shlex.join(["sh", "-c", install, "sh", script, recorded])])
+        assert done.returncode == 0, done.stderr
+
+
+def test_rail_pairs_are_launched_paired_saved_and_judged_per_node_and_rail(cluster, capsys, tmp_path) -> None:
+    """The RDMA data path is a stand-in (no RDMA device exists here): see standins/ib_write_bw_standin.py."""
+    lab, inventory, _ = cluster
+    _install_standin(lab)
+    out = tmp_path / "rails"
+    started = time.monotonic()
+    code, doc = _cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab",
+                     "--rails", "mlx5_0:1,mlx5_1:1", "--run-bw", str(out), "--pattern", "swapped",
+                     "--binary", "/usr/local/bin/ib_write_bw_standin", "--nic-gbps", "400", "--json")
+    took = time.monotonic() - started
+    assert code == 1     # the hosts have no RDMA ports, and the recorded 204.59 Gb/s is below 770
+    runs = json.loads((out / "rail-runs.json").read_text())["runs"]
+    assert [(r["server"], r["client"]) for r in runs] == [
+        ("rfmpi-1", "rfmpi-2")] * 2 + [("rfmpi-2", "rfmpi-1")] * 2 + [("rfmpi-1", "rfmpi-3")] * 2
+    assert all(r["client_rc"] == 0 and r["server_rc"] == 0 and not r["timed_out"] for r in runs), runs
+    for r in runs:
+        log = (out / r["log"]).read_text()
+        # the server on the planned node was reached by the planned client, on the rail's own port
+        assert f"stand-in server {r['server']} {r['rail'].split(':')[0]} port {r['tcp_port']}: client " \
+               f"'{r['client']} {r['rail'].split(':')[0]}'" in log, log
+        assert " -x 3 " in log           # the inventory's NCCL_IB_GID_INDEX reached both sides
+    for host in HOSTS:
+        bandwidth = doc["nodes"][host]["bandwidth"]
+        assert [(v["subject"], v["status"], v["code"]) for v in bandwidth] == [
+            (f"{host} mlx5_0:1", "fail", "RF-NET-LOW"), (f"{host} mlx5_1:1", "fail", "RF-NET-LOW")]
+        assert "204.59 Gb/s < floor 770.0 Gb/s" in bandwidth[0]["reason"]
+    assert _leftovers(lab) == {}
+    print(f"3 rounds x 2 rails through the stand-in: {took:.1f} s")
+
+
+def test_a_hanging_rail_pair_is_killed_within_its_limit_and_leaves_nothing(cluster, capsys, tmp_path) -> None:
+    lab, inventory, _ = cluster
+    _install_standin(lab)
+    out = tmp_path / "rails"
+    started = time.monotonic()
+    code, doc = _cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab", "--rails", "mlx5_0:1",
+                     "--run-bw", str(out), "--partner", "rfmpi-3", "--duration-s", "1",
+                     "--binary", "/usr/local/bin/ib_write_bw_standin_hang", "--json")
+    took = time.monotonic() - started
+    assert code == 1
+    for host in ("rfmpi-1", "rfmpi-2"):
+        (verdict,) = doc["nodes"][host]["runs"]
+        assert (verdict["status"], verdict["code"]) == ("timeout", "RF-TIMEOUT"), verdict
+    limit = 2 + 1 + 30    # start + duration + margin, per pair (rails.rail_pair_argv)
+    assert took < 2 * (limit + 15), f"two hanging pairs took {took:.0f} s"
+    assert _leftovers(lab) == {}
+    print(f"two hanging pairs killed in {took:.1f} s")
 
 
 def test_sweep_kills_a_process_left_behind_by_a_job_and_spares_others(cluster) -> None:

@@ -9,10 +9,13 @@ import pytest
 
 from validation.errors import ParseError
 from validation.multinode.rails import (
+    declared_gid_index,
+    declared_rails,
     firmware_outliers,
     gid_index_outliers,
     judge_rail_bandwidth,
     judge_rails,
+    no_devices,
     parse_ibv_devinfo,
     rail_bandwidths,
     rail_bw_target,
@@ -20,6 +23,7 @@ from validation.multinode.rails import (
     read_rail_outputs,
 )
 from validation.parsers.ib_write_bw import parse as parse_ib_write_bw
+from validation.probes.runner import RawRun
 from validation.records import Status
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -44,9 +48,49 @@ def test_declared_active_rails_pass_and_a_down_rail_fails_by_name() -> None:
     assert "node07 mlx4_1:2 rdma_port_state PORT_DOWN state != expected PORT_ACTIVE" in verdicts[2].reason
 
 
-def test_a_declared_rail_the_node_does_not_have_is_not_reported_not_passed() -> None:
+def test_a_declared_rail_the_node_does_not_have_fails_as_a_missing_rail() -> None:
     (verdict,) = judge_rails("node07", parse_ibv_devinfo(REAL.read_text()), ["mlx5_0:1"])
-    assert verdict.status == Status.ERROR and verdict.code == "RF-NOT-REPORTED"
+    assert (verdict.status, verdict.code) == (Status.FAIL, "RF-NET-RAIL-DOWN")
+    assert "node07 mlx5_0:1: declared rail not present (ibv_devinfo lists mlx4_0:1, mlx4_0:2" in verdict.reason
+
+
+def test_a_node_without_any_rdma_device_fails_every_declared_rail() -> None:
+    verdicts = judge_rails("node07", (), ["mlx5_0:1", "mlx5_1:1"])
+    assert [(v.status, v.code) for v in verdicts] == [(Status.FAIL, "RF-NET-RAIL-DOWN")] * 2
+    assert verdicts[1].reason == "node07 mlx5_1:1: declared rail not present (the node has no RDMA device)"
+
+
+def test_no_device_outputs_of_ibv_devinfo_are_recognised() -> None:
+    # stderr of rdma-core 44's ibv_devinfo (exit 255) on this project's CI machine, which has no RDMA support
+    seen = RawRun(argv=("ibv_devinfo",), rc=255, stdout="", timed_out=False, seconds=0.01,
+                  stderr="Failed to get IB devices list: Function not implemented\n")
+    assert no_devices(seen)
+    assert not no_devices(RawRun(argv=("ibv_devinfo",), rc=1, stdout="", stderr="Segmentation fault\n",
+                                 timed_out=False, seconds=0.01))
+
+
+@pytest.mark.parametrize(("option", "env", "want"), [
+    ("mlx5_0:1,mlx5_1", {}, ["mlx5_0:1", "mlx5_1:1"]),
+    ("", {"NCCL_IB_HCA": "=rdma0,rdma1:1"}, ["rdma0:1", "rdma1:1"]),
+    ("", {"NCCL_IB_HCA": "rdma0, rdma1"}, ["rdma0:1", "rdma1:1"]),
+    ("mlx5_3:1", {"NCCL_IB_HCA": "rdma0"}, ["mlx5_3:1"]),   # --rails wins over the inventory
+    ("", {}, []),
+])
+def test_declared_rails_come_from_the_option_or_the_inventorys_nccl_ib_hca(option, env, want) -> None:
+    assert declared_rails(option, env) == want
+
+
+def test_an_nccl_ib_hca_exclusion_list_names_no_rails() -> None:
+    with pytest.raises(ValueError, match="exclusion list"):
+        declared_rails("", {"NCCL_IB_HCA": "^mlx5_4"})
+
+
+def test_the_gid_index_comes_from_the_option_or_nccl_ib_gid_index() -> None:
+    assert declared_gid_index(None, {"NCCL_IB_GID_INDEX": "3"}) == 3
+    assert declared_gid_index(1, {"NCCL_IB_GID_INDEX": "3"}) == 1
+    assert declared_gid_index(None, {}) is None
+    with pytest.raises(ValueError, match="not a GID index"):
+        declared_gid_index(None, {"NCCL_IB_GID_INDEX": "three"})
 
 
 def test_without_declared_rails_ports_are_only_recorded() -> None:

@@ -7,9 +7,13 @@ declares), schedule pairwise runs, and admit nodes into the cluster.
     cluster pairwise -i INV [--group G] --out DIR [--pattern pairwise|partner|k-batch|all]
                      [--partner NODE] [--k K] [--timeout-s S] -- all_reduce_perf ARGS
     cluster admit    --runs DIR --single-node RESULTS_DIR --sku SKU [--gpus-per-node 8] [--out DIR]
-    cluster rails    -i INV [--group G] [--rails mlx5_0:1,mlx5_1:1]   RDMA port state, NIC firmware
-                     [--bw-results DIR [--nic-gbps 400] [--gid-index N] [--peer-gap-pct 10]]
-                                                     + saved ib_write_bw per rail: DIR/<node>/<rail>.txt
+    cluster rails    -i INV [--group G] [--rails mlx5_0:1,mlx5_1:1] [--gid-index N]
+                     RDMA port state, NIC firmware, RoCE v2 GID at the declared index (rails and
+                     index default to the inventory's NCCL_IB_HCA / NCCL_IB_GID_INDEX)
+                     [--run-bw OUT [--pattern partner|swapped] [--partner NODE] [--duration-s 10]]
+                                                     + launch ib_write_bw pairs per rail, save, judge
+                     [--bw-results DIR] [--nic-gbps 400] [--peer-gap-pct 10]
+                                                     + judge saved ib_write_bw: DIR/<node>/<rail>.txt
 
 Exit codes: 0 the job passed / every node admitted; 1 a job failed or timed out / a node was
 rejected; 2 no verdict (bad inventory, unreadable input).
@@ -23,9 +27,11 @@ import sys
 from pathlib import Path
 
 from validation.errors import RocmFleetError
-from validation.multinode import admission, rails, report, results, schedule
+from validation.judge import Verdict
+from validation.multinode import admission, rail_gids, rail_runs, rails, report, results, schedule
 from validation.multinode.hostfile import openmpi_hostfile, slurm_nodelist
 from validation.multinode.inventory import load_cluster
+from validation.multinode.model import ClusterSpec
 from validation.multinode.remote import LaunchResult, launch
 from validation.multinode.targets import multinode_target
 from validation.records import Status, to_jsonable, worst
@@ -84,15 +90,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.set_defaults(run=run_admit)
 
 
-    q = cmds.add_parser("rails", help="RDMA port state and NIC firmware per node, where ibv_devinfo is installed")
+    q = cmds.add_parser("rails", help="per-rail RDMA checks: port state, NIC firmware, RoCE GID, ib_write_bw pairs")
     with_inventory(q)
-    q.add_argument("--rails", default="", help="declared rails DEVICE:PORT, comma-separated (default: list only)")
+    q.add_argument("--rails", default="", help="declared rails DEVICE:PORT, comma-separated (default: the "
+                   "inventory's NCCL_IB_HCA; neither: ports are listed, not judged)")
+    q.add_argument("--run-bw", type=Path, default=None, metavar="OUT",
+                   help="launch ib_write_bw server/client pairs per rail over SSH, save to OUT, judge them")
+    q.add_argument("--pattern", choices=["partner", "swapped"], default="partner",
+                   help="partner: every node against --partner; swapped: disjoint pairs both ways (faster)")
+    q.add_argument("--partner", default="", help="known-good node for --pattern partner (default: the first)")
+    q.add_argument("--duration-s", type=int, default=10, help="ib_write_bw -D per run (default 10)")
+    q.add_argument("--size-bytes", type=int, default=1048576, help="ib_write_bw -s (default 1 MiB)")
+    q.add_argument("--qps", type=int, default=1, help="ib_write_bw -q (default 1)")
+    q.add_argument("--bidirectional", action="store_true", help="ib_write_bw -b")
+    q.add_argument("--binary", default="ib_write_bw", help="perftest binary on the nodes (default ib_write_bw)")
+    q.add_argument("--tcp-port", type=int, default=rails.DEFAULT_TCP_PORT,
+                   help="first perftest TCP port; rail i uses port + i (default 18515)")
     q.add_argument("--bw-results", type=Path, default=None,
                    help="saved ib_write_bw outputs DIR/<node>/<rail>.txt to judge per rail (and their GID index)")
     q.add_argument("--nic-gbps", type=int, default=None,
                    help="NIC speed; 400 applies AMD's 390/770 Gb/s target, otherwise record only")
     q.add_argument("--gid-index", type=int, default=None,
-                   help="declared RoCE GID index (default: the fleet's most common one)")
+                   help="declared RoCE GID index (default: the inventory's NCCL_IB_GID_INDEX, else the "
+                        "fleet's most common one in the ib_write_bw outputs)")
     q.add_argument("--peer-gap-pct", type=float, default=rails.PEER_GAP * 100,
                    help="flag a rail this many %% below its peers' median (default 10)")
     q.add_argument("--json", action="store_true")
@@ -225,46 +245,112 @@ def run_admit(args: argparse.Namespace) -> int:
     return 0 if not verdict.rejected else 1
 
 
-def run_rails(args: argparse.Namespace) -> int:
-    spec, names = load_cluster(args.inventory, args.group)
-    declared = [r for r in args.rails.split(",") if r]
-    nodes: dict[str, dict] = {}
+class _NodeDocs:
+    """Per-node result of `cluster rails`: worst status, the reasons of every non-passing verdict."""
+
+    RECORD_SECTIONS = ("port_state", "gid", "bandwidth")   # their SKIPs are record-only values, not reasons
+
+    def __init__(self, names: list[str]) -> None:
+        self.docs: dict[str, dict] = {n: {"status": Status.SKIP.value, "reasons": []} for n in names}
+        self._seen: dict[str, list[Status]] = {n: [] for n in names}
+
+    def add(self, node: str, status: Status, reason: str = "", section: str = "", item: object = None) -> None:
+        doc = self.docs[node]
+        self._seen[node].append(status)
+        doc["status"] = worst(self._seen[node]).value
+        recorded_only = status == Status.SKIP and section in self.RECORD_SECTIONS
+        if reason and status != Status.PASS and not recorded_only:
+            doc["reasons"].append(reason)
+        if section:
+            doc.setdefault(section, []).append(to_jsonable(item))
+
+    def verdict(self, node: str, v: Verdict, section: str) -> None:
+        self.add(node, v.status, v.reason, section, v)
+
+    @property
+    def failed(self) -> list[str]:
+        return [n for n, doc in self.docs.items() if doc["status"] in ("fail", "error", "timeout")]
+
+
+def _rail_ports(spec: ClusterSpec, names: list[str], declared: list[str], docs: _NodeDocs) -> None:
     ports_by_node: dict[str, tuple[rails.RdmaPort, ...]] = {}
     for name in names:
         raw = rails.probe(spec, name)
         if raw.rc == rails.NOT_INSTALLED_RC:
-            nodes[name] = {"status": Status.SKIP.value, "reasons": ["ibv_devinfo is not installed (ibverbs-utils)"]}
+            docs.add(name, Status.SKIP, "ibv_devinfo is not installed (ibverbs-utils)")
             continue
+        if rails.no_devices(raw):
+            ports: tuple[rails.RdmaPort, ...] = ()
+        elif not raw.ok:
+            why = "timed out" if raw.timed_out else f"exit {raw.rc}: {raw.stderr.strip()[-300:]}"
+            docs.add(name, Status.ERROR, f"ibv_devinfo {why}")
+            continue
+        else:
+            ports = rails.parse_ibv_devinfo(raw.stdout)
+        ports_by_node[name] = ports
+        docs.docs[name]["ports"] = to_jsonable(ports)
+        if not ports and not declared:
+            docs.add(name, Status.SKIP, f"no RDMA device (ibv_devinfo: {(raw.stdout + raw.stderr).strip()[-200:]})")
+        for v in rails.judge_rails(name, ports, declared):
+            docs.verdict(name, v, "port_state")
+    for name, why in rails.firmware_outliers(ports_by_node).items():
+        docs.add(name, Status.FAIL, why)
+
+
+def _rail_gids(spec: ClusterSpec, names: list[str], declared: list[str], gid_index: int, docs: _NodeDocs) -> None:
+    for name in names:
+        raw = rail_gids.probe(spec, name, declared, gid_index=gid_index)
         if not raw.ok:
             why = "timed out" if raw.timed_out else f"exit {raw.rc}: {raw.stderr.strip()[-300:]}"
-            nodes[name] = {"status": Status.ERROR.value, "reasons": [f"ibv_devinfo {why}"]}
+            docs.add(name, Status.ERROR, f"GID probe {why}")
             continue
-        ports = rails.parse_ibv_devinfo(raw.stdout)
-        ports_by_node[name] = ports
-        verdicts = rails.judge_rails(name, ports, declared)
-        bad = [v for v in verdicts if v.status not in (Status.PASS, Status.SKIP)]
-        nodes[name] = {"status": (bad[0].status if bad else Status.PASS).value,
-                       "reasons": [v.reason for v in bad], "ports": to_jsonable(ports)}
-    for name, why in rails.firmware_outliers(ports_by_node).items():
-        nodes[name]["status"] = Status.FAIL.value
-        nodes[name]["reasons"].append(why)
-    if args.bw_results is not None:
-        measured = rails.rail_bandwidths(rails.read_rail_outputs(args.bw_results, names))
-        verdicts = rails.judge_rail_bandwidth(measured, nic_gbps=args.nic_gbps, peer_gap=args.peer_gap_pct / 100)
-        gid = rails.gid_index_outliers(measured, declared=args.gid_index)
-        for m, v in zip(measured, verdicts, strict=True):
-            doc = nodes[m.node]
-            doc["status"] = worst([Status(doc["status"]), v.status]).value
-            doc.setdefault("bandwidth", []).append(to_jsonable(v))
-            if v.status not in (Status.PASS, Status.SKIP):
-                doc["reasons"].append(v.reason)
-        for name, why in gid.items():
-            nodes[name]["status"] = worst([Status(nodes[name]["status"]), Status.FAIL]).value
-            nodes[name]["reasons"].append(why)
-    failed = [n for n, doc in nodes.items() if doc["status"] in ("fail", "error", "timeout")]
+        for v in rail_gids.judge_gids(name, rail_gids.parse_probe(raw.stdout), declared, gid_index=gid_index):
+            docs.verdict(name, v, "gid")
+
+
+def _rail_bandwidth(args: argparse.Namespace, spec: ClusterSpec, names: list[str], declared: list[str],
+                    gid_index: int | None, docs: _NodeDocs) -> None:
+    directory = args.bw_results
+    if args.run_bw is not None:
+        if args.pattern == "swapped":
+            plan = rail_runs.swapped_pairs_plan(names)
+        else:
+            plan = rail_runs.partner_plan(names, args.partner or names[0])
+        done = rail_runs.run_plan(spec, plan, declared, args.run_bw, gid_index=gid_index, size_bytes=args.size_bytes,
+                                  duration_s=args.duration_s, qps=args.qps, bidirectional=args.bidirectional,
+                                  binary=args.binary, tcp_port=args.tcp_port)
+        for v in rail_runs.run_verdicts(done, binary=args.binary):
+            docs.verdict(v.subject.split()[0], v, "runs")
+        directory = args.run_bw
+    if directory is None:
+        return
+    measured = rails.rail_bandwidths(rails.read_rail_outputs(directory, names))
+    for m, v in zip(measured, rails.judge_rail_bandwidth(measured, nic_gbps=args.nic_gbps,
+                                                         peer_gap=args.peer_gap_pct / 100), strict=True):
+        docs.verdict(m.node, v, "bandwidth")
+    for name, why in rails.gid_index_outliers(measured, declared=gid_index).items():
+        docs.add(name, Status.FAIL, why)
+
+
+def run_rails(args: argparse.Namespace) -> int:
+    spec, names = load_cluster(args.inventory, args.group)
+    env = dict(spec.env)
+    try:
+        declared = rails.declared_rails(args.rails, env)
+        gid_index = rails.declared_gid_index(args.gid_index, env)
+    except ValueError as exc:
+        raise RocmFleetError(str(exc)) from exc
+    if args.run_bw is not None and not declared:
+        raise RocmFleetError("--run-bw needs the rails: --rails mlx5_0:1,... or NCCL_IB_HCA in the inventory")
+    docs = _NodeDocs(names)
+    _rail_ports(spec, names, declared, docs)
+    if declared and gid_index is not None:
+        _rail_gids(spec, names, declared, gid_index, docs)
+    _rail_bandwidth(args, spec, names, declared, gid_index, docs)
     if args.json:
-        print(json.dumps({"schema_version": 1, "nodes": nodes, "failed": failed}, indent=2))
+        print(json.dumps({"schema_version": 1, "rails": declared, "gid_index": gid_index, "nodes": docs.docs,
+                          "failed": docs.failed}, indent=2))
     else:
-        for name, doc in nodes.items():
+        for name, doc in docs.docs.items():
             print(f"{name}: {doc['status']}" + (f": {'; '.join(doc['reasons'])}" if doc["reasons"] else ""))
-    return 1 if failed else 0
+    return 1 if docs.failed else 0

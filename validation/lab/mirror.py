@@ -61,9 +61,11 @@ class VersionSet:
 # sid's hipcc 7.0.2 needs clang-21 and gcc-16's libstdc++6, so it cannot go on a trixie host.
 # openmpi-bin + python3-mpi4py (OpenMPI 5.0.7, mpi4py 4.0.3) are for the multi-node launch test
 # (roles/mpi_launcher, tests/integration/test_multinode.py); their recommends add nothing, and
-# trixie's libopenmpi40 links libamdhip64-5, which the set has anyway.
+# trixie's libopenmpi40 links libamdhip64-5, which the set has anyway. ibverbs-utils + perftest
+# are the per-rail RDMA tools (ibv_devinfo, ib_write_bw) mpi_launcher installs by default.
 TRIXIE_SET = VersionSet(suite="trixie", packages=("rocminfo", "rocm-smi", "hipcc", "libamdhip64-5",
-                                                  "libamdhip64-dev", "openmpi-bin", "python3-mpi4py"),
+                                                  "libamdhip64-dev", "openmpi-bin", "python3-mpi4py",
+                                                  "ibverbs-utils", "perftest"),
                         rocm_version="6.1.2", required=True)
 SID_SET = VersionSet(suite="sid", packages=("rocminfo", "rocm-smi"), rocm_version="7.2.4", required=False)
 DEFAULT_SETS = (TRIXIE_SET, SID_SET)

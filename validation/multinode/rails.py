@@ -16,8 +16,8 @@ A target applies only where validation.md has one with a source (AMD acceptance,
 >= 390 Gb/s unidirectional, >= 770 Gb/s bidirectional); otherwise the rail is recorded only. In both
 cases a rail more than `peer_gap` (10 %) below the median of its peers is FAIL, naming node and
 rail: its peers are the node's other rails, and the same rail on the other nodes.
-GID consistency uses the `GID index` ib_write_bw prints for RoCE; the RoCE version is not in any
-output parsed here, so it is not checked.
+GID consistency uses the `GID index` ib_write_bw prints for RoCE. The RoCE version at the declared
+index is read from sysfs by rail_gids.py; the pairs themselves are launched by rail_runs.py.
 """
 
 from __future__ import annotations
@@ -133,8 +133,57 @@ def judge_rails(node: str, ports: Sequence[RdmaPort], rails: Sequence[str]) -> l
         record = Target(metric=PORT_STATE.metric, value=None, unit="state", record_only=True,
                         source="no rails declared (--rails); ports listed, not judged")
         return [judge_target(record, f"{node} {p.rail}", p.state) for p in ports]
-    return [judge_target(PORT_STATE, f"{node} {rail}", by_rail[rail].state if rail in by_rail else None)
-            for rail in rails]
+    verdicts = []
+    for rail in rails:
+        subject = f"{node} {rail}"
+        if rail in by_rail:
+            verdicts.append(judge_target(PORT_STATE, subject, by_rail[rail].state))
+            continue
+        why = "the node has no RDMA device" if not ports else f"ibv_devinfo lists {', '.join(sorted(by_rail))}"
+        verdicts.append(Verdict(status=Status.FAIL, subject=subject, metric=PORT_STATE.metric, measured="absent",
+                                unit=PORT_STATE.unit, target=PORT_STATE,
+                                reason=f"{subject}: declared rail not present ({why})",
+                                code="RF-NET-RAIL-DOWN", hint=CODES["RF-NET-RAIL-DOWN"]))
+    return verdicts
+
+
+# What rdma-core prints when the kernel has no RDMA device (or no RDMA support at all): newer
+# ibv_devinfo "No IB devices found"; with no /sys/class/infiniband, ibv_get_device_list fails and
+# ibv_devinfo exits 255 with "Failed to get IB devices list: Function not implemented" (rdma-core 44,
+# seen on this project's CI machine).
+_NO_DEVICES = ("No IB devices found", "Failed to get IB devices list")
+
+
+def no_devices(raw: RawRun) -> bool:
+    """Did ibv_devinfo say the node has no RDMA device (rather than fail for another reason)?"""
+    return any(marker in raw.stdout + raw.stderr for marker in _NO_DEVICES)
+
+
+def declared_rails(option: str, env: Mapping[str, str]) -> list[str]:
+    """Rails from --rails, else from the inventory's NCCL_IB_HCA ("=mlx5_0:1,mlx5_1:1" or "rdma0,rdma1").
+
+    NCCL_IB_HCA entries are name prefixes unless the list starts with '='; they are taken here as the
+    exact devices the cluster uses. An exclusion list ('^...') names no rails, so it needs --rails.
+    """
+    text = option or env.get("NCCL_IB_HCA", "")
+    if text.startswith("^"):
+        raise ValueError(f"NCCL_IB_HCA={text!r} is an exclusion list; declare the rails with --rails")
+    rails = [r.strip() for r in text.removeprefix("=").split(",") if r.strip()]
+    for rail in rails:
+        split_rail(rail)
+    return [":".join(map(str, split_rail(r))) for r in rails]
+
+
+def declared_gid_index(option: int | None, env: Mapping[str, str]) -> int | None:
+    """GID index from --gid-index, else from the inventory's NCCL_IB_GID_INDEX, else None."""
+    if option is not None:
+        return option
+    value = env.get("NCCL_IB_GID_INDEX", "").strip()
+    if not value:
+        return None
+    if not value.isdigit():
+        raise ValueError(f"NCCL_IB_GID_INDEX={value!r} is not a GID index number")
+    return int(value)
 
 
 def firmware_outliers(by_node: Mapping[str, Sequence[RdmaPort]]) -> dict[str, str]:

@@ -1,0 +1,57 @@
+#!/usr/bin/python3
+"""Stand-in for ib_write_bw on lab hosts, which have no RDMA device (the lab kernel has no InfiniBand).
+
+It does what the launch code depends on and nothing RDMA: the server listens on perftest's TCP
+port (-p), the client connects to the server host given last, they exchange one line naming both
+ends, and each side prints the recorded real ib_write_bw output installed next to it
+(AMD ROCm/gpu-cluster-networking, see tests/fixtures/real/ib_write_bw/SOURCES.md), then exits 0.
+Installed under a name ending in "_hang", the server accepts and never answers, so both sides hang
+until the launch code's time limit kills them.
+"""
+
+import socket
+import sys
+import time
+from pathlib import Path
+
+VALUE_OPTIONS = {"-d", "-i", "-x", "-s", "-D", "-q", "-p"}
+RECORDED = "/usr/local/share/rocm-fleet-standin/ib_write_bw.txt"
+
+
+def main(argv: list[str]) -> int:
+    args = argv[1:]
+    port = int(args[args.index("-p") + 1]) if "-p" in args else 18515
+    device = args[args.index("-d") + 1] if "-d" in args else "?"
+    client = len(args) >= 2 and not args[-1].startswith("-") and args[-2] not in VALUE_OPTIONS
+    hang = Path(argv[0]).name.endswith("_hang")
+    me = socket.gethostname()
+    if client:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                conn = socket.create_connection((args[-1], port), timeout=5)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    print(f" Couldn't connect to {args[-1]}:{port}", file=sys.stderr)
+                    return 1
+                time.sleep(0.2)
+        conn.settimeout(None)
+        conn.sendall(f"{me} {device}\n".encode())
+        reply = conn.makefile().readline().strip()
+        print(f"stand-in client {me} {device}: server answered {reply!r}; argv {' '.join(args)}", file=sys.stderr)
+    else:
+        with socket.create_server(("", port)) as server:
+            conn, _ = server.accept()
+            hello = conn.makefile().readline().strip()
+            print(f"stand-in server {me} {device} port {port}: client {hello!r}; argv {' '.join(args)}",
+                  file=sys.stderr)
+            while hang:
+                time.sleep(1)
+            conn.sendall(f"{me} {device}\n".encode())
+    sys.stdout.write(Path(RECORDED).read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

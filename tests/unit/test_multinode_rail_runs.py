@@ -1,0 +1,127 @@
+"""Per-rail ib_write_bw pairs: plans, the command lines each side gets, and verdicts on finished runs.
+
+SSH is replaced here by a recorder of the command lines (the real SSH path runs on three lab
+hosts in tests/integration/test_multinode.py). The failing runs carry the error text that real
+perftest 4.5 (Debian bookworm) printed on this project's CI machine, which has no RDMA device.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from validation.multinode.model import ClusterError, ClusterSpec, Connection, Node
+from validation.multinode.rail_runs import RUNS_FILE, partner_plan, run_plan, run_verdicts, swapped_pairs_plan
+from validation.probes.runner import RawRun
+from validation.records import Status
+
+# ib_write_bw -d mlx5_0 ... on a machine without RDMA support: exit 1, these lines on stderr
+NO_DEVICE = (" Did not detect devices \n If device exists, check if driver is up\n"
+             " Unable to find the Infiniband/RoCE device\n")
+BW = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "ib_write_bw" / \
+    "amd-gpu-cluster-networking-d2d-bidir-roce.txt"
+
+
+def _spec(*names: str) -> ClusterSpec:
+    nodes = tuple(Node(name=n, ssh_host=f"10.0.0.{i}", ssh_port=22,
+                       connection=Connection(host=f"10.0.0.{i}", port=22, user="root", key_file=None, ssh_args=()))
+                  for i, n in enumerate(names, 1))
+    return ClusterSpec(name="c", nodes=nodes, method="mpirun", launch_node=names[0], ranks_per_node=8,
+                       socket_ifname="", env=(), mca=(), job_user="root", config_dir="/etc/rocm-fleet/cluster",
+                       work_dir="/var/lib/rocm-fleet/cluster", mpirun="mpirun", srun="srun", srun_args=())
+
+
+class Recorder:
+    """Stands in for runner.run over SSH: records each command and answers per side."""
+
+    def __init__(self, client: RawRun | None = None, server_rc: int = 0) -> None:
+        self.calls: list[tuple[float, list[str], float]] = []
+        self.client, self.server_rc = client, server_rc
+        self.lock = threading.Lock()
+
+    def __call__(self, argv, timeout_s):
+        with self.lock:
+            self.calls.append((time.monotonic(), list(argv), timeout_s))
+        remote = argv[-1]
+        if "python3 -c" in remote:   # the sweep
+            return RawRun(argv=tuple(argv), rc=0, stdout="", stderr="", seconds=0.1, timed_out=False)
+        is_client = remote.split()[-1].startswith("10.0.0.")
+        if is_client and self.client is not None:
+            return self.client
+        if is_client:
+            return RawRun(argv=tuple(argv), rc=0, stdout=BW.read_text(), stderr="", seconds=12.0, timed_out=False)
+        return RawRun(argv=tuple(argv), rc=self.server_rc, stdout="", stderr="", seconds=12.0, timed_out=False)
+
+
+def test_partner_plan_puts_every_other_node_against_the_partner_one_pair_per_round() -> None:
+    assert partner_plan(["a", "b", "c"], "b") == ((("b", "a"),), (("b", "c"),))
+    with pytest.raises(ClusterError, match="partner 'z'"):
+        partner_plan(["a", "b"], "z")
+
+
+def test_swapped_pairs_make_every_node_client_once() -> None:
+    assert swapped_pairs_plan(["a", "b", "c", "d"]) == ((("a", "b"), ("c", "d")), (("b", "a"), ("d", "c")))
+    plan = swapped_pairs_plan(["a", "b", "c"])
+    assert sorted(client for rnd in plan for _, client in rnd) == ["a", "b", "c"]
+    for rnd in plan:
+        nodes = [n for pair in rnd for n in pair]
+        assert len(nodes) == len(set(nodes))
+    with pytest.raises(ClusterError, match="listed twice"):
+        swapped_pairs_plan(["a", "a"])
+
+
+def test_each_rail_gets_its_own_port_server_starts_first_and_both_sides_are_time_limited(tmp_path: Path) -> None:
+    rec = Recorder()
+    runs = run_plan(_spec("n1", "n2"), partner_plan(["n1", "n2"], "n1"), ["mlx5_0:1", "mlx5_1:1"], tmp_path,
+                    gid_index=3, duration_s=5, start_s=0.2, run=rec)
+    assert [(r.server, r.client, r.rail, r.tcp_port, r.ok) for r in runs] == [
+        ("n1", "n2", "mlx5_0:1", 18515, True), ("n1", "n2", "mlx5_1:1", 18516, True)]
+    sides = [(t, argv[-1]) for t, argv, _ in rec.calls if "ib_write_bw" in argv[-1]]
+    servers = [(t, cmd) for t, cmd in sides if not cmd.endswith("10.0.0.1")]
+    clients = [(t, cmd) for t, cmd in sides if cmd.endswith("10.0.0.1")]
+    assert len(servers) == len(clients) == 2
+    assert max(t for t, _ in servers) < min(t for t, _ in clients)
+    for _, cmd in sides:
+        assert cmd.startswith("env ROCM_FLEET_JOB=rf-") and " timeout --signal=TERM --kill-after=5 " in cmd
+        assert " -x 3 --report_gbits -F -s 1048576 -D 5 " in cmd
+    assert {cmd.split(" -p ")[1].split()[0] for _, cmd in clients} == {"18515", "18516"}
+    assert any("root@10.0.0.1" in argv for _, argv, _ in rec.calls if "-d mlx5_0" in argv[-1]
+               and not argv[-1].endswith("10.0.0.1"))   # the server side runs on the partner
+    assert (tmp_path / "n2" / "mlx5_0:1.txt").read_text() == BW.read_text()
+    doc = json.loads((tmp_path / RUNS_FILE).read_text())
+    assert [r["output"] for r in doc["runs"]] == ["n2/mlx5_0:1.txt", "n2/mlx5_1:1.txt"]
+    assert run_verdicts(runs) == []
+
+
+def test_a_run_that_cannot_find_its_device_fails_naming_both_nodes_the_rail_and_the_tool_error(tmp_path) -> None:
+    failed = RawRun(argv=("ssh",), rc=1, stdout="", stderr=NO_DEVICE, seconds=0.3, timed_out=False)
+    runs = run_plan(_spec("n1", "n2", "n3"), partner_plan(["n1", "n2", "n3"], "n1"), ["mlx5_0:1"], tmp_path,
+                    start_s=0.0, run=Recorder(client=failed, server_rc=1))
+    verdicts = run_verdicts(runs)
+    assert [(v.subject, v.status, v.code) for v in verdicts] == [
+        ("n2 mlx5_0:1", Status.FAIL, "RF-NET-RAIL-RUN"), ("n3 mlx5_0:1", Status.FAIL, "RF-NET-RAIL-RUN")]
+    assert verdicts[0].reason.startswith("ib_write_bw n2 -> n1 rail mlx5_0:1 (TCP port 18515) failed: client exit 1:")
+    assert "Unable to find the Infiniband/RoCE device" in verdicts[0].reason
+    assert not (tmp_path / "n2" / "mlx5_0:1.txt").exists()       # nothing for the bandwidth judge to read
+    assert "Unable to find the Infiniband/RoCE device" in (tmp_path / "n2" / "mlx5_0:1.log").read_text()
+
+
+def test_a_killed_run_is_a_timeout_and_a_missing_tool_is_a_skip(tmp_path: Path) -> None:
+    killed = RawRun(argv=("ssh",), rc=124, stdout="", stderr="", seconds=45.0, timed_out=False)
+    (verdict,) = run_verdicts(run_plan(_spec("n1", "n2"), partner_plan(["n1", "n2"], "n1"), ["mlx5_0:1"], tmp_path,
+                                       start_s=0.0, run=Recorder(client=killed)))
+    assert (verdict.status, verdict.code) == (Status.TIMEOUT, "RF-TIMEOUT")
+    missing = RawRun(argv=("ssh",), rc=127, stdout="", stderr="timeout: failed to run command 'ib_write_bw': "
+                     "No such file or directory\n", seconds=0.1, timed_out=False)
+    (verdict,) = run_verdicts(run_plan(_spec("n1", "n2"), partner_plan(["n1", "n2"], "n1"), ["mlx5_0:1"], tmp_path,
+                                       start_s=0.0, run=Recorder(client=missing, server_rc=127)))
+    assert verdict.status == Status.SKIP and "not installed (perftest)" in verdict.reason
+
+
+def test_no_rails_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ClusterError, match="no rails"):
+        run_plan(_spec("n1", "n2"), partner_plan(["n1", "n2"], "n1"), [], tmp_path, run=Recorder())
