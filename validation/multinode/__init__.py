@@ -9,6 +9,9 @@ pairwise runs, and admit nodes into a cluster.
     targets.py    multi-node bus bandwidth targets by SKU, node count and GPU count (pure)
     admission.py  single-node result + pairwise busbw -> admitted / rejected with reasons (pure)
     report.py     the fleet report's admission section (Markdown)
+    rails.py      per rail: ibv_devinfo port state and firmware, ib_write_bw argv and judging (pure but probe)
+    rail_gids.py  RoCE v2 GID at the declared index, read from sysfs over SSH
+    rail_runs.py  ib_write_bw server/client pairs per rail over SSH, saved and swept
 
 The RCCL path has not run on real multi-node hardware; see docs/multinode.md.
 """
