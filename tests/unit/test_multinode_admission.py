@@ -164,3 +164,23 @@ def test_single_node_pass_or_warn_both_count_as_passed(status: str) -> None:
     report = admit(["gpu-53", "gpu-56"], dict.fromkeys(("gpu-53", "gpu-56"), status),
                    [run_of(REAL_2NODE, ("gpu-53", "gpu-56"))], TARGET)
     assert report.admitted == ("gpu-53", "gpu-56")
+
+
+def test_a_node_whose_rail_checks_failed_is_rejected_with_their_reasons_and_its_partner_stays(tmp_path, capsys) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "gpu-53+gpu-56.txt").write_text(REAL_2NODE.read_text())
+    (runs / "runs.json").write_text(json.dumps({"schema_version": 1, "runs": [
+        {"nodes": ["gpu-53", "gpu-56"], "output": "gpu-53+gpu-56.txt", "rc": 0, "timed_out": False}]}))
+    rails = tmp_path / "rails.json"   # the shape `cluster rails --json` prints
+    rails.write_text(json.dumps({"schema_version": 1, "nodes": {
+        "gpu-53": {"status": "skip", "reasons": ["ibv_devinfo is not installed (ibverbs-utils)"]},
+        "gpu-56": {"status": "fail", "reasons": ["gpu-56 rdma3:1: GID index 3 is empty (netdev ens3)"]}}}))
+    single = _results_dir(tmp_path, {"gpu-53": "pass", "gpu-56": "pass"})
+    code = main(["cluster", "admit", "--runs", str(runs), "--single-node", str(single), "--sku", "mi300x",
+                 "--rails", str(rails), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert doc["admitted"] == ["gpu-53"]
+    assert doc["rejected"] == [{"node": "gpu-56", "reasons": [
+        "per-rail checks fail: gpu-56 rdma3:1: GID index 3 is empty (netdev ens3)"]}]

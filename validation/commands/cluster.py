@@ -7,6 +7,7 @@ declares), schedule pairwise runs, and admit nodes into the cluster.
     cluster pairwise -i INV [--group G] --out DIR [--pattern pairwise|partner|k-batch|all]
                      [--partner NODE] [--k K] [--timeout-s S] -- all_reduce_perf ARGS
     cluster admit    --runs DIR --single-node RESULTS_DIR --sku SKU [--gpus-per-node 8] [--out DIR]
+                     [--rails RAILS_JSON]               + reject nodes whose per-rail checks failed
     cluster rails    -i INV [--group G] [--rails mlx5_0:1,mlx5_1:1] [--gid-index N]
                      RDMA port state, NIC firmware, RoCE v2 GID at the declared index (rails and
                      index default to the inventory's NCCL_IB_HCA / NCCL_IB_GID_INDEX)
@@ -83,6 +84,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--single-node", type=Path, required=True, help="per-node results of `rocm-fleet validate`")
     q.add_argument("--sku", required=True, help="target SKU, e.g. mi300x")
     q.add_argument("--gpus-per-node", type=int, default=8)
+    q.add_argument("--rails", type=Path, default=None,
+                   help="`cluster rails --json` output; a node whose rail checks failed is rejected")
     q.add_argument("--cluster", default="cluster", help="name in the report heading")
     q.add_argument("--out", type=Path, default=None, help="write admitted.hostfile, admitted.nodelist, "
                    "admission.md, admission.json here (default: --runs)")
@@ -228,7 +231,9 @@ def run_admit(args: argparse.Namespace) -> int:
     runs = results.load_runs(args.runs, target)
     single = results.single_node_statuses(args.single_node)
     nodes = list(dict.fromkeys([*[n for r in runs for n in r.nodes], *single]))
-    verdict = admission.admit(nodes, single, runs, target)
+    rails_doc = json.loads(args.rails.read_text()) if args.rails is not None else {"nodes": {}}
+    rail_results = {n: (doc["status"], doc["reasons"]) for n, doc in rails_doc["nodes"].items()}
+    verdict = admission.admit(nodes, single, runs, target, rails=rail_results)
     out = args.out or args.runs
     out.mkdir(parents=True, exist_ok=True)
     (out / "admitted.hostfile").write_text(report.admitted_hostfile(verdict, args.gpus_per_node))

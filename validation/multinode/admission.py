@@ -5,6 +5,9 @@ A node is admitted when
 2. it has at least one pairwise run that met the target, and no failed run with a *cleared*
    partner (a node that passed with someone else).
 
+3. where per-rail checks were run (`cluster rails --json`), they did not fail on it (a
+   missing or down rail, a wrong RoCE GID, a slow or failing ib_write_bw pair).
+
 Rule 2 names the culprit: a slow node fails with every partner, so it is never cleared and its
 failed runs do not count against the partners that pass elsewhere. With a single pair that
 fails, neither node is cleared and both are rejected ("cannot tell which"). A run passes when it
@@ -24,6 +27,7 @@ from validation.records import Status
 
 PASSING = (Status.PASS, Status.WARN, Status.SKIP)
 SINGLE_NODE_OK = ("pass", "warn")
+RAILS_FAILED = ("fail", "error", "timeout")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,8 +115,10 @@ def judge_run(run: GroupRun, target: MultinodeTarget) -> JudgedRun:
 
 
 def admit(nodes: Sequence[str], single_node: Mapping[str, str], runs: Sequence[GroupRun],
-          target: MultinodeTarget) -> AdmissionReport:
-    """Admit or reject every node in `nodes` (see the module docstring for the rule)."""
+          target: MultinodeTarget, rails: Mapping[str, tuple[str, Sequence[str]]] | None = None) -> AdmissionReport:
+    """Admit or reject every node in `nodes` (see the module docstring for the rule).
+
+    `rails`: node -> (status, reasons) of `cluster rails`; a node it does not list is not judged on rails."""
     judged = tuple(judge_run(r, target) for r in runs)
     cleared = {n for j in judged if j.passed for n in j.run.nodes}
     out = []
@@ -125,6 +131,9 @@ def admit(nodes: Sequence[str], single_node: Mapping[str, str], runs: Sequence[G
             reasons.append("no single-node validation result")
         elif status not in SINGLE_NODE_OK:
             reasons.append(f"single-node validation: {status}")
+        rail_status, rail_reasons = (rails or {}).get(node, ("", ()))
+        if rail_status in RAILS_FAILED:
+            reasons.append(f"per-rail checks {rail_status}: {'; '.join(rail_reasons) or 'no reason given'}")
         if not mine:
             reasons.append("no multi-node run includes this node")
         elif node not in cleared:
