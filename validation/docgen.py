@@ -11,6 +11,8 @@ from pathlib import Path
 
 import yaml
 
+from validation.report.markdown import cell as _cell
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -44,10 +46,6 @@ def render(root: Path = ROOT) -> str:
                 description = " ".join(description)
             out += ["", description, ""]
     return "\n".join(out).rstrip() + "\n"
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def render_codes() -> str:

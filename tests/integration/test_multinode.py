@@ -277,6 +277,22 @@ def test_rail_pairs_are_launched_paired_saved_and_judged_per_node_and_rail(clust
     print(f"3 rounds x 2 rails through the stand-in: {took:.1f} s")
 
 
+def test_cluster_playbook_runs_the_rail_checks_saves_them_and_fails_naming_the_nodes(cluster, tmp_path) -> None:
+    lab, inventory, _ = cluster
+    _install_standin(lab)
+    extra = {"rocm_fleet_cluster_smoke": False, "rocm_fleet_cluster_rails": True,
+             "rocm_fleet_cluster_results_dir": str(tmp_path),
+             "rocm_fleet_cluster_rails_args": ["--rails", "mlx5_0:1", "--binary", "/usr/local/bin/ib_write_bw_standin"]}
+    run = _playbook(inventory, ROOT / "playbooks" / "cluster.yml", "-e", json.dumps(extra))
+    assert run.rc != 0
+    assert "per-rail checks failed on rfmpi-1, rfmpi-2, rfmpi-3: rfmpi-1 mlx5_0:1: declared rail not present " \
+           "(the node has no RDMA device)" in run.output, run.output[-3000:]
+    doc = json.loads((tmp_path / "rails.json").read_text())
+    assert doc["failed"] == HOSTS
+    # the pairs themselves ran (through the stand-in) and their outputs sit next to the verdicts
+    assert sorted(p.parent.name for p in (tmp_path / "rails").glob("*/mlx5_0:1.txt")) == ["rfmpi-2", "rfmpi-3"]
+
+
 def test_a_hanging_rail_pair_is_killed_within_its_limit_and_leaves_nothing(cluster, capsys, tmp_path) -> None:
     lab, inventory, _ = cluster
     _install_standin(lab)

@@ -9,10 +9,10 @@ the real code path of validation/checks/test_gpu_health.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from recorded_host import RecordedHost
 
 from validation.checks import test_gpu_health as health
 from validation.checks.outcome import CheckFailure
@@ -20,37 +20,6 @@ from validation.targets import load_targets
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 AMD_SMI = FIX / "real/amd-smi"
-
-
-@dataclass
-class Out:
-    rc: int
-    stdout: str
-    stderr: str = ""
-
-
-class FakeFile:
-    def __init__(self, present: bool) -> None:
-        self.exists = self.is_directory = present
-
-
-class FakeHost:
-    """Answers commands with recorded real outputs (see module docstring)."""
-
-    def __init__(self, answers: dict[str, str]) -> None:
-        self.answers = answers
-
-    def run(self, command: str) -> Out:
-        for prefix, path in self.answers.items():
-            if prefix in command:
-                return Out(0, (FIX / path).read_text())
-        return Out(127, "", f"not recorded: {command}")
-
-    def exists(self, tool: str) -> bool:
-        return True
-
-    def file(self, path: str) -> FakeFile:
-        return FakeFile(True)
 
 
 @pytest.fixture
@@ -65,7 +34,8 @@ def recorder(store: list[tuple]):
 
 
 def test_vram_of_every_mi300x_clears_192_gb(recorded: list) -> None:
-    host = FakeHost({"amd-smi monitor": "real/amd-smi/mi300x-x8-amdsmi-changelog-6.1.0-monitor-ptumv.txt"})
+    host = RecordedHost(every_path_exists=True, answers={
+        "amd-smi monitor": "real/amd-smi/mi300x-x8-amdsmi-changelog-6.1.0-monitor-ptumv.txt"})
     health.test_every_gpu_has_the_skus_memory(host, 8, load_targets("mi300x"), recorder(recorded))
     assert len(recorded) == 8
     assert {r[4] for r in recorded} == {"pass"}
@@ -73,7 +43,8 @@ def test_vram_of_every_mi300x_clears_192_gb(recorded: list) -> None:
 
 
 def test_the_same_firmware_on_all_gpus_passes_and_a_wrong_pin_names_the_gpus() -> None:
-    host = FakeHost({"amd-smi firmware": "real/amd-smi/mi300x-rocm-blogs-amd-smi-overview-firmware.txt"})
+    host = RecordedHost(every_path_exists=True, answers={
+        "amd-smi firmware": "real/amd-smi/mi300x-rocm-blogs-amd-smi-overview-firmware.txt"})
     health.test_firmware_is_the_same_on_every_gpu_and_matches_any_pins(host, 8, {})
     with pytest.raises(CheckFailure) as err:
         health.test_firmware_is_the_same_on_every_gpu_and_matches_any_pins(
@@ -82,15 +53,17 @@ def test_the_same_firmware_on_all_gpus_passes_and_a_wrong_pin_names_the_gpus() -
 
 
 def test_one_uncorrectable_ecc_error_fails_naming_the_gpu(recorded: list) -> None:
-    host = FakeHost({"--ecc": "derived/amd-smi/unknown-amdsmi-docs-ras-metric-ecc-uncorrectable-1.txt",
-                     "--xgmi-err": "real/amd-smi/mi300x-rocm-blogs-amd-smi-overview-metric.txt"})
+    host = RecordedHost(every_path_exists=True, answers={
+        "--ecc": "derived/amd-smi/unknown-amdsmi-docs-ras-metric-ecc-uncorrectable-1.txt",
+        "--xgmi-err": "real/amd-smi/mi300x-rocm-blogs-amd-smi-overview-metric.txt"})
     with pytest.raises(CheckFailure) as err:
         health.test_ecc_and_xgmi_error_counters_are_zero(host, 8, load_targets("mi300x"), recorder(recorded))
     assert err.value.code == "RF-ECC" and "gpu0 ecc_uncorrectable_count 1" in str(err.value)
 
 
 def test_a_link_trained_at_x8_fails_as_a_downgrade(recorded: list) -> None:
-    host = FakeHost({"lspci": "derived/lspci/cx7-lenovo-sd665n-lnksta-x8-downgraded.txt"})
+    host = RecordedHost(every_path_exists=True, answers={
+        "lspci": "derived/lspci/cx7-lenovo-sd665n-lnksta-x8-downgraded.txt"})
     with pytest.raises(CheckFailure) as err:
         health.test_every_gpu_link_runs_at_its_full_pcie_speed_and_width(host, 8, load_targets("mi300x"),
                                                                           recorder(recorded))

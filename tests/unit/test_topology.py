@@ -12,10 +12,10 @@ MI300X output only to give the rule two CPU nodes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from recorded_host import RecordedHost
 
 from validation import extract, topology
 from validation.checks import test_topology as check
@@ -194,47 +194,6 @@ def test_nic_on_the_wrong_node_fails_and_undeclared_nics_are_recorded() -> None:
 # --- the node check with a stand-in host (see the module docstring) -------------------------
 
 
-@dataclass
-class Out:
-    rc: int
-    stdout: str
-    stderr: str = ""
-
-
-class FakeFile:
-    def __init__(self, present: bool, content: str = "", entries: list[str] | None = None) -> None:
-        self.exists = self.is_directory = present
-        self.content_string = content
-        self.entries = entries or []
-
-    def listdir(self) -> list[str]:
-        return self.entries
-
-
-class FakeHost:
-    """Answers commands with recorded outputs; `files` maps sysfs paths to their contents."""
-
-    def __init__(self, answers: dict[str, str], tools: set[str], files: dict[str, str] | None = None,
-                 pci: str = "") -> None:
-        self.answers, self.tools, self.files, self.pci = answers, tools, files or {}, pci
-
-    def run(self, command: str) -> Out:
-        if "/sys/bus/pci/devices/*" in command:     # discovery.pci_gpus's listing: "bdf class vendor device"
-            return Out(0, self.pci)
-        for prefix, path in self.answers.items():
-            if prefix in command:
-                return Out(0, (FIX / path).read_text())
-        return Out(127, "", f"not recorded: {command}")
-
-    def exists(self, tool: str) -> bool:
-        return tool in self.tools
-
-    def file(self, path: str) -> FakeFile:
-        if path == "/sys/class/net":
-            return FakeFile(True, entries=sorted({p.split("/")[4] for p in self.files if p.startswith(path)}))
-        return FakeFile(path in self.files or path == "/sys/module/amdgpu", self.files.get(path, ""))
-
-
 def recorder(store: list):
     def add(metric, subject, value, unit, **extra):
         store.append((metric, subject, value, extra.get("status")))
@@ -245,7 +204,7 @@ AMD = ("amd", 8)
 
 
 def test_check_fails_the_pcie_pair_with_its_code_and_records_every_pair(mi300x) -> None:
-    host = FakeHost({"rocm-smi --showtopo": PCIE_PAIR}, {"rocm-smi"})
+    host = RecordedHost({"rocm-smi --showtopo": PCIE_PAIR}, tools={"rocm-smi"})
     store: list = []
     with pytest.raises(CheckFailure) as err:
         check.test_every_gpu_pair_is_linked_as_the_sku_expects(host, AMD, mi300x, recorder(store))
@@ -255,14 +214,15 @@ def test_check_fails_the_pcie_pair_with_its_code_and_records_every_pair(mi300x) 
 
 
 def test_check_passes_the_real_amd_smi_topology_when_rocm_smi_is_absent(mi300x) -> None:
-    host = FakeHost({"amd-smi topology": "real/amd-smi/mi300x-x8-amdsmi-changelog-6.1.0-topology.txt"}, {"amd-smi"})
+    host = RecordedHost({"amd-smi topology": "real/amd-smi/mi300x-x8-amdsmi-changelog-6.1.0-topology.txt"},
+                        tools={"amd-smi"})
     store: list = []
     check.test_every_gpu_pair_is_linked_as_the_sku_expects(host, AMD, mi300x, recorder(store))
     assert {s[3] for s in store} == {"pass", "skip"} and len(store) == 168
 
 
 def test_check_names_the_gpu_on_the_wrong_numa_node() -> None:
-    host = FakeHost({"rocm-smi --showtopo": GPU5_NODE0, "lscpu": LSCPU_2NODES}, {"rocm-smi"})
+    host = RecordedHost({"rocm-smi --showtopo": GPU5_NODE0, "lscpu": LSCPU_2NODES}, tools={"rocm-smi"})
     with pytest.raises(CheckFailure) as err:
         check.test_every_gpu_is_on_its_declared_or_balanced_numa_node(host, AMD, {}, recorder([]))
     assert err.value.code == "RF-NUMA-GPU"
@@ -272,16 +232,16 @@ def test_check_names_the_gpu_on_the_wrong_numa_node() -> None:
 def test_check_reads_gpu_numa_from_sysfs_when_amd_smi_gives_none() -> None:
     bdfs = ["0000:0c:00.0", "0000:22:00.0"]            # the first two BDFs of the amd-smi topology fixture
     files = {f"/sys/bus/pci/devices/{b}/numa_node": n for b, n in zip(bdfs, ("0\n", "1\n"), strict=True)}
-    host = FakeHost({"amd-smi topology": "real/amd-smi/mi300x-x8-amdsmi-changelog-6.1.0-topology.txt",
-                     "lscpu": LSCPU_2NODES}, {"amd-smi"}, files,
-                    pci="\n".join(f"{b} 0x030200 0x1002 0x74a1" for b in reversed(bdfs)))
+    host = RecordedHost({"amd-smi topology": "real/amd-smi/mi300x-x8-amdsmi-changelog-6.1.0-topology.txt",
+                         "lscpu": LSCPU_2NODES}, tools={"amd-smi"}, files=files,
+                        pci="\n".join(f"{b} 0x030200 0x1002 0x74a1" for b in reversed(bdfs)))
     store: list = []
     check.test_every_gpu_is_on_its_declared_or_balanced_numa_node(host, ("amd", 2), {}, recorder(store))
     assert [(s[1], s[2], s[3]) for s in store] == [("gpu0", 0, "pass"), ("gpu1", 1, "pass")]
 
 
 def test_check_on_nvidia_reads_topo_m_links_and_numa(mi300x) -> None:
-    host = FakeHost({"nvidia-smi topo -m": H100_TOPO, "lscpu": LSCPU_2NODES}, {"nvidia-smi"})
+    host = RecordedHost({"nvidia-smi topo -m": H100_TOPO, "lscpu": LSCPU_2NODES}, tools={"nvidia-smi"})
     store: list = []
     check.test_every_gpu_pair_is_linked_as_the_sku_expects(host, ("nvidia", 8), load_targets("h100"), recorder(store))
     check.test_every_gpu_is_on_its_declared_or_balanced_numa_node(host, ("nvidia", 8), {}, recorder(store))
@@ -290,7 +250,7 @@ def test_check_on_nvidia_reads_topo_m_links_and_numa(mi300x) -> None:
 
 def test_check_with_declared_nics_fails_the_misplaced_one() -> None:
     files = {"/sys/class/net/ib0/device/numa_node": "0\n", "/sys/class/net/ib1/device/numa_node": "1\n"}
-    host = FakeHost({"lscpu": LSCPU_2NODES}, set(), files)
+    host = RecordedHost({"lscpu": LSCPU_2NODES}, tools=set(), files=files)
     with pytest.raises(CheckFailure) as err:
         check.test_every_declared_nic_is_on_its_numa_node(host, {"validation_nic_numa_nodes": {"ib0": 1, "ib1": 1}},
                                                           recorder([]))

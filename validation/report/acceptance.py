@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from validation.report.load import node_status
+from validation.report.markdown import cell
 
 IDENTITY = (("system", "system_product"), ("BIOS", "bios_version"), ("kernel", "kernel"),
             ("ROCm", "rocm_version"), ("amdgpu driver", "amdgpu_driver_version"),
@@ -43,7 +44,7 @@ def gpu_serials(node: dict[str, Any]) -> list[str]:
 
 
 def _cell(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ") if value not in (None, "") else "—"
+    return cell(value, empty="—")
 
 
 def node_markdown(node: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from xml.etree import ElementTree as ET
 
 from validation.fleet import Delta, MetricSummary
 from validation.report.load import node_status
+from validation.report.markdown import cell as _cell
 
 
 def markdown(nodes: list[dict[str, Any]], summaries: list[MetricSummary], *, threshold: float) -> str:
@@ -32,10 +33,6 @@ def markdown(nodes: list[dict[str, Any]], summaries: list[MetricSummary], *, thr
         lines += [f"| {host} | {c.get('name') or c['id']} | {c.get('code') or ''} | {_cell(c.get('message'))} | "
                   f"{_cell(c.get('hint'))} |" for host, c in failures]
     return "\n".join(lines) + "\n"
-
-
-def _cell(text: str | None) -> str:
-    return (text or "").replace("|", "\\|").replace("\n", " ")
 
 
 def _label(value: str) -> str:

@@ -51,24 +51,3 @@ def test_header_without_rows_is_an_error_not_an_empty_result():
 def test_garbage_raises_parse_error(garbage):
     with pytest.raises(ParseError):
         hipblaslt_bench.parse(garbage)
-
-
-def test_argv_builds_bf16_gemm():
-    assert hipblaslt_bench.argv(dtype="bf16", m=8192, n=8192, k=8192, iterations=50) == [
-        "hipblaslt-bench", "-m", "8192", "-n", "8192", "-k", "8192", "--transA", "N", "--transB", "T",
-        "--a_type", "bf16_r", "--b_type", "bf16_r", "--c_type", "bf16_r", "--d_type", "bf16_r",
-        "--compute_type", "f32_r", "--initialization", "rand_int", "-i", "50", "-j", "10", "--device", "0"]
-
-
-def test_argv_fp8_uses_fnuz_inputs_and_fp16_output():
-    args = hipblaslt_bench.argv(dtype="fp8", m=4096, n=4096, k=8192)
-    assert args[args.index("--a_type") + 1] == "f8_fnuz_r"
-    assert args[args.index("--d_type") + 1] == "f16_r"
-
-
-@pytest.mark.parametrize("kwargs", [{"dtype": "fp4", "m": 1, "n": 1, "k": 1}, {"dtype": "fp16", "m": 0, "n": 1, "k": 1},
-                                    {"dtype": "fp16", "m": 1, "n": 1, "k": 1, "trans_a": "X"}],
-                         ids=["dtype", "zero-m", "trans"])
-def test_argv_rejects_bad_requests(kwargs):
-    with pytest.raises(ValueError):
-        hipblaslt_bench.argv(**kwargs)

@@ -46,22 +46,3 @@ def test_hipblaslt_header_is_not_a_rocblas_result():
 def test_garbage_raises_parse_error(garbage):
     with pytest.raises(ParseError):
         rocblas_bench.parse(garbage)
-
-
-def test_argv_builds_fp64_gemm():
-    assert rocblas_bench.argv(dtype="fp64", m=7680, n=8192, k=8192) == [
-        "rocblas-bench", "-f", "gemm", "-r", "d", "-m", "7680", "-n", "8192", "-k", "8192",
-        "--transposeA", "N", "--transposeB", "T", "--lda", "7680", "--ldb", "8192", "--ldc", "7680",
-        "-i", "100", "-j", "10", "--device", "0"]
-
-
-def test_argv_builds_fp16_gemm_ex_with_fp32_compute():
-    args = rocblas_bench.argv(dtype="fp16", m=1024, n=2048, k=512, trans_b="N")
-    assert args[:4] == ["rocblas-bench", "-f", "gemm_ex", "--a_type"]
-    assert args[args.index("--compute_type") + 1] == "f32_r"
-    assert args[args.index("--ldb") + 1] == "512" and args[-2:] == ["--ldd", "1024"]
-
-
-def test_argv_rejects_unknown_dtype():
-    with pytest.raises(ValueError):
-        rocblas_bench.argv(dtype="fp8", m=1, n=1, k=1)
