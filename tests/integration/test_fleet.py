@@ -49,6 +49,12 @@ BREAK_ON_UPGRADE = ("DPkg::Post-Invoke {\"if dpkg-query -W -f='${Version}' rocmi
                     "then chmod a-x /usr/bin/rocminfo; fi\";};\n")
 
 
+# The second injected failure: apt refuses to install a 7.x rocminfo at all (dpkg never runs), so
+# the upgrade itself fails, not the validation after it.
+REFUSE_UPGRADE = ("DPkg::Pre-Install-Pkgs {\"if grep -q '/rocminfo_7'; then echo 'refused by the lab hook' >&2; "
+                  "exit 1; fi\";};\n")
+
+
 @pytest.fixture(scope="module")
 def fleet() -> Iterator[Lab]:
     the_lab = Lab(NAME, 4, mirror=True, port_base=PORT_BASE, inventory_path=INVENTORY)
@@ -129,6 +135,41 @@ def test_rolling_upgrade_stops_at_the_failure_budget_and_leaves_the_failing_host
                               "--node", h1], capture_output=True, text=True, timeout=120, check=False)
     assert compare.returncode == 0, compare.stdout + compare.stderr
     print(f"upgrade.yml: {upgrade.seconds:.0f} s for batches [1, 2] before it stopped")
+
+
+def test_an_install_failure_leaves_that_host_drained_and_recorded_while_its_batch_finishes(fleet: Lab) -> None:
+    """One batch of [host 1, host 4]: host 1 is already on 7.2.4 (upgrade is a no-op, it validates and
+    goes back in service); on host 4 apt refuses the 7.x rocminfo, so rocm's install task fails. Host 4
+    is caught, recorded with the failed step and left drained; host 1's undrain and record still happen."""
+    h1, _, _, h4 = hosts(fleet)
+    hooks = RESULTS / f"{NAME}-hooks-install.log"
+    hooks.unlink(missing_ok=True)
+    hook = "/etc/apt/apt.conf.d/99-refuse-upgrade"
+    fleet.run(h4, ["sh", "-c", "printf '%s' \"$1\" > " + hook, "-", REFUSE_UPGRADE])
+    run_id = f"{NAME}-upgrade-install"
+    try:
+        upgrade = playbook(INVENTORY, "upgrade.yml", "--limit", f"{h1},{h4}", extra={
+            **NEW, "rocm_fleet_run_name": run_id, "rocm_fleet_upgrade_serial": 2,
+            "node_drain_method": "command",
+            "node_drain_command": ["sh", "-c", f"echo drain {{{{ inventory_hostname }}}} >> {hooks}"],
+            "node_drain_undrain_command": ["sh", "-c", f"echo undrain {{{{ inventory_hostname }}}} >> {hooks}"]},
+            timeout_s=2400)
+    finally:
+        fleet.run(h4, ["rm", "-f", hook])
+    assert upgrade.rc != 0, upgrade.output[-5000:]
+    assert f"{h4} stays drained with its new pins: the upgrade failed at " in upgrade.output, upgrade.output[-4000:]
+    assert sorted(hooks.read_text().splitlines()) == sorted([f"drain {h1}", f"drain {h4}", f"undrain {h1}"])
+    rollout = {h: json.loads((RESULTS / run_id / "rollout" / f"{h}.json").read_text()) for h in (h1, h4)}
+    assert rollout[h1]["state"] == "in service" and rollout[h1]["failed_step"] == ""
+    assert rollout[h4]["state"] == "drained" and rollout[h4]["after_passed"] is None
+    assert rollout[h4]["failed_step"], rollout[h4]
+    assert "refused by the lab hook" in rollout[h4]["error"], rollout[h4]
+    assert version(fleet, h4, "rocminfo").startswith("6.1.2")       # nothing was installed
+    drained = json.loads(fleet.run(h4, ["cat", "/var/lib/rocm-fleet/drain.json"]).stdout)
+    assert drained["state"] == "drained" and run_id in drained["reason"]
+    assert fleet.run(h1, ["test", "-e", "/var/lib/rocm-fleet/drain.json"]).returncode != 0
+    print(f"upgrade.yml, install failure on one of two: {upgrade.seconds:.0f} s; "
+          f"{h4} failed at {rollout[h4]['failed_step']!r}: {rollout[h4]['error'][:200]}")
 
 
 def test_acceptance_writes_a_report_per_node_and_for_the_batch(fleet: Lab) -> None:
