@@ -41,6 +41,8 @@ PORT_BASE = int(os.environ.get("ROCM_FLEET_MPI_PORT_BASE", "2440"))
 HOSTS = ["rfmpi-1", "rfmpi-2", "rfmpi-3"]
 SMOKE = "/etc/rocm-fleet/cluster/rocm_fleet_mpi_smoke.py"
 STRAY_PATTERN = "rocm_fleet_mpi_smoke|prted|prterun|mpirun|sleep 300|ib_write_bw"
+# perftest TCP ports: the lab hosts share the machine's network, so derive them from the lab's own ports
+TCP_PORT = PORT_BASE + 16000
 
 
 def _playbook(inventory: Path, playbook: Path, *extra: str) -> PlaybookRun:
@@ -216,19 +218,20 @@ def test_real_ib_write_bw_pairs_fail_per_rail_with_the_tools_own_error(cluster, 
     lab, inventory, _ = cluster
     out = tmp_path / "rails"
     code, doc = _cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab",
-                     "--rails", "mlx5_0:1,mlx5_1:1", "--run-bw", str(out), "--duration-s", "1", "--json")
+                     "--rails", "mlx5_0:1,mlx5_1:1", "--run-bw", str(out), "--duration-s", "1",
+                     "--tcp-port", str(TCP_PORT), "--json")
     assert code == 1
     runs = json.loads((out / "rail-runs.json").read_text())["runs"]
-    # partner pattern: rfmpi-1 serves rfmpi-2, then rfmpi-3; two rails each, ports 18515 and 18516
+    # partner pattern: rfmpi-1 serves rfmpi-2, then rfmpi-3; two rails each, on TCP_PORT and TCP_PORT + 1
     assert [(r["server"], r["client"], r["rail"], r["tcp_port"]) for r in runs] == [
-        ("rfmpi-1", "rfmpi-2", "mlx5_0:1", 18515), ("rfmpi-1", "rfmpi-2", "mlx5_1:1", 18516),
-        ("rfmpi-1", "rfmpi-3", "mlx5_0:1", 18515), ("rfmpi-1", "rfmpi-3", "mlx5_1:1", 18516)]
+        ("rfmpi-1", "rfmpi-2", "mlx5_0:1", TCP_PORT), ("rfmpi-1", "rfmpi-2", "mlx5_1:1", TCP_PORT + 1),
+        ("rfmpi-1", "rfmpi-3", "mlx5_0:1", TCP_PORT), ("rfmpi-1", "rfmpi-3", "mlx5_1:1", TCP_PORT + 1)]
     for host in ("rfmpi-2", "rfmpi-3"):
         verdicts = doc["nodes"][host]["runs"]
         assert [(v["subject"], v["status"], v["code"]) for v in verdicts] == [
             (f"{host} mlx5_0:1", "fail", "RF-NET-RAIL-RUN"), (f"{host} mlx5_1:1", "fail", "RF-NET-RAIL-RUN")]
-        assert verdicts[0]["reason"].startswith(f"ib_write_bw {host} -> rfmpi-1 rail mlx5_0:1 (TCP port 18515) "
-                                                "failed: client exit ")
+        assert verdicts[0]["reason"].startswith(f"ib_write_bw {host} -> rfmpi-1 rail mlx5_0:1 (TCP port "
+                                                f"{TCP_PORT}) failed: client exit ")
     print("ib_write_bw on a lab host:", doc["nodes"]["rfmpi-2"]["runs"][0]["reason"])
     assert not list(out.glob("*/*.txt"))
     assert _leftovers(lab) == {}
@@ -255,7 +258,8 @@ def test_rail_pairs_are_launched_paired_saved_and_judged_per_node_and_rail(clust
     started = time.monotonic()
     code, doc = _cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab",
                      "--rails", "mlx5_0:1,mlx5_1:1", "--run-bw", str(out), "--pattern", "swapped",
-                     "--binary", "/usr/local/bin/ib_write_bw_standin", "--nic-gbps", "400", "--json")
+                     "--binary", "/usr/local/bin/ib_write_bw_standin", "--nic-gbps", "400",
+                     "--tcp-port", str(TCP_PORT), "--json")
     took = time.monotonic() - started
     assert code == 1     # the hosts have no RDMA ports, and the recorded 204.59 Gb/s is below 770
     runs = json.loads((out / "rail-runs.json").read_text())["runs"]
@@ -282,7 +286,8 @@ def test_cluster_playbook_runs_the_rail_checks_saves_them_and_fails_naming_the_n
     _install_standin(lab)
     extra = {"rocm_fleet_cluster_smoke": False, "rocm_fleet_cluster_rails": True,
              "rocm_fleet_cluster_results_dir": str(tmp_path),
-             "rocm_fleet_cluster_rails_args": ["--rails", "mlx5_0:1", "--binary", "/usr/local/bin/ib_write_bw_standin"]}
+             "rocm_fleet_cluster_rails_args": ["--rails", "mlx5_0:1", "--binary", "/usr/local/bin/ib_write_bw_standin",
+                                               "--tcp-port", str(TCP_PORT)]}
     run = _playbook(inventory, ROOT / "playbooks" / "cluster.yml", "-e", json.dumps(extra))
     assert run.rc != 0
     assert "per-rail checks failed on rfmpi-1, rfmpi-2, rfmpi-3: rfmpi-1 mlx5_0:1: declared rail not present " \
@@ -300,7 +305,7 @@ def test_a_hanging_rail_pair_is_killed_within_its_limit_and_leaves_nothing(clust
     started = time.monotonic()
     code, doc = _cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab", "--rails", "mlx5_0:1",
                      "--run-bw", str(out), "--partner", "rfmpi-3", "--duration-s", "1",
-                     "--binary", "/usr/local/bin/ib_write_bw_standin_hang", "--json")
+                     "--binary", "/usr/local/bin/ib_write_bw_standin_hang", "--tcp-port", str(TCP_PORT), "--json")
     took = time.monotonic() - started
     assert code == 1
     for host in ("rfmpi-1", "rfmpi-2"):

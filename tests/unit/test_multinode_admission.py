@@ -184,3 +184,22 @@ def test_a_node_whose_rail_checks_failed_is_rejected_with_their_reasons_and_its_
     assert doc["admitted"] == ["gpu-53"]
     assert doc["rejected"] == [{"node": "gpu-56", "reasons": [
         "per-rail checks fail: gpu-56 rdma3:1: GID index 3 is empty (netdev ens3)"]}]
+
+
+def test_a_node_missing_from_the_rail_results_is_rejected_and_a_malformed_file_is_refused(tmp_path, capsys) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "gpu-53+gpu-56.txt").write_text(REAL_2NODE.read_text())
+    (runs / "runs.json").write_text(json.dumps({"schema_version": 1, "runs": [
+        {"nodes": ["gpu-53", "gpu-56"], "output": "gpu-53+gpu-56.txt", "rc": 0, "timed_out": False}]}))
+    rails = tmp_path / "rails.json"
+    rails.write_text(json.dumps({"schema_version": 1, "nodes": {"gpu-53": {"status": "pass", "reasons": []}}}))
+    single = _results_dir(tmp_path, {"gpu-53": "pass", "gpu-56": "pass"})
+    argv = ["cluster", "admit", "--runs", str(runs), "--single-node", str(single), "--sku", "mi300x",
+            "--rails", str(rails), "--json"]
+    assert main(argv) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["admitted"] == ["gpu-53"]
+    assert doc["rejected"][0]["reasons"] == [f"per-rail checks error: not in the per-rail results {rails}"]
+    rails.write_text('{"error": "ssh failed"}')
+    assert main(argv) == 2

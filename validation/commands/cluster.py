@@ -97,8 +97,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     with_inventory(q)
     q.add_argument("--rails", default="", help="declared rails DEVICE:PORT, comma-separated (default: the "
                    "inventory's NCCL_IB_HCA; neither: ports are listed, not judged)")
-    q.add_argument("--run-bw", type=Path, default=None, metavar="OUT",
-                   help="launch ib_write_bw server/client pairs per rail over SSH, save to OUT, judge them")
+    bw = q.add_mutually_exclusive_group()
+    bw.add_argument("--run-bw", type=Path, default=None, metavar="OUT",
+                    help="launch ib_write_bw server/client pairs per rail over SSH, save to OUT, judge them")
     q.add_argument("--pattern", choices=["partner", "swapped"], default="partner",
                    help="partner: every node against --partner; swapped: disjoint pairs both ways (faster)")
     q.add_argument("--partner", default="", help="known-good node for --pattern partner (default: the first)")
@@ -109,7 +110,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--binary", default="ib_write_bw", help="perftest binary on the nodes (default ib_write_bw)")
     q.add_argument("--tcp-port", type=int, default=rails.DEFAULT_TCP_PORT,
                    help="first perftest TCP port; rail i uses port + i (default 18515)")
-    q.add_argument("--bw-results", type=Path, default=None,
+    bw.add_argument("--bw-results", type=Path, default=None,
                    help="saved ib_write_bw outputs DIR/<node>/<rail>.txt to judge per rail (and their GID index)")
     q.add_argument("--nic-gbps", type=int, default=None,
                    help="NIC speed; 400 applies AMD's 390/770 Gb/s target, otherwise record only")
@@ -220,6 +221,18 @@ def run_pairwise(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _rail_results(path: Path, nodes: list[str]) -> dict[str, tuple[str, list[str]]]:
+    """node -> (status, reasons) from `cluster rails --json`; a node the file lacks counts as an error."""
+    try:
+        doc = json.loads(path.read_text())
+        out = {n: (str(d["status"]), [str(r) for r in d["reasons"]]) for n, d in doc["nodes"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise RocmFleetError(f"{path}: not the output of `rocm-fleet cluster rails --json` ({exc})") from exc
+    for node in nodes:
+        out.setdefault(node, ("error", [f"not in the per-rail results {path}"]))
+    return out
+
+
 def run_admit(args: argparse.Namespace) -> int:
     index = json.loads((args.runs / results.RUNS_FILE).read_text()) if (args.runs / results.RUNS_FILE).exists() \
         else {}
@@ -231,8 +244,7 @@ def run_admit(args: argparse.Namespace) -> int:
     runs = results.load_runs(args.runs, target)
     single = results.single_node_statuses(args.single_node)
     nodes = list(dict.fromkeys([*[n for r in runs for n in r.nodes], *single]))
-    rails_doc = json.loads(args.rails.read_text()) if args.rails is not None else {"nodes": {}}
-    rail_results = {n: (doc["status"], doc["reasons"]) for n, doc in rails_doc["nodes"].items()}
+    rail_results = _rail_results(args.rails, nodes) if args.rails is not None else None
     verdict = admission.admit(nodes, single, runs, target, rails=rail_results)
     out = args.out or args.runs
     out.mkdir(parents=True, exist_ok=True)
@@ -309,7 +321,12 @@ def _rail_gids(spec: ClusterSpec, names: list[str], declared: list[str], gid_ind
             why = "timed out" if raw.timed_out else f"exit {raw.rc}: {raw.stderr.strip()[-300:]}"
             docs.add(name, Status.ERROR, f"GID probe {why}")
             continue
-        for v in rail_gids.judge_gids(name, rail_gids.parse_probe(raw.stdout), declared, gid_index=gid_index):
+        try:
+            gids = rail_gids.parse_probe(raw.stdout)
+        except ValueError as exc:
+            docs.add(name, Status.ERROR, f"GID probe output not understood: {exc}")
+            continue
+        for v in rail_gids.judge_gids(name, gids, declared, gid_index=gid_index):
             docs.verdict(name, v, "gid")
 
 

@@ -6,7 +6,8 @@ A node is admitted when
    partner (a node that passed with someone else).
 
 3. where per-rail checks were run (`cluster rails --json`), they did not fail on it (a
-   missing or down rail, a wrong RoCE GID, a slow or failing ib_write_bw pair).
+   missing or down rail, a wrong RoCE GID, a slow or failing ib_write_bw pair); a node missing
+   from those results is rejected, one they list as skip (tools not installed) is noted.
 
 Rule 2 names the culprit: a slow node fails with every partner, so it is never cleared and its
 failed runs do not count against the partners that pass elsewhere. With a single pair that
@@ -134,6 +135,8 @@ def admit(nodes: Sequence[str], single_node: Mapping[str, str], runs: Sequence[G
         rail_status, rail_reasons = (rails or {}).get(node, ("", ()))
         if rail_status in RAILS_FAILED:
             reasons.append(f"per-rail checks {rail_status}: {'; '.join(rail_reasons) or 'no reason given'}")
+        elif rail_status == "skip":
+            notes.append(f"per-rail checks skipped: {'; '.join(rail_reasons)}")
         if not mine:
             reasons.append("no multi-node run includes this node")
         elif node not in cleared:

@@ -2,8 +2,9 @@
 """Stand-in for ib_write_bw on lab hosts, which have no RDMA device (the lab kernel has no InfiniBand).
 
 It does what the launch code depends on and nothing RDMA: the server listens on perftest's TCP
-port (-p), the client connects to the server host given last, they exchange one line naming both
-ends, and each side prints the recorded real ib_write_bw output installed next to it
+port (-p) on the loopback all lab hosts share, the client connects once to the server host given
+last (as perftest does, failing with perftest's "Couldn't connect to" when nothing listens yet),
+they exchange one line naming both ends, and each side prints the recorded real ib_write_bw output installed next to it
 (AMD ROCm/gpu-cluster-networking, see tests/fixtures/real/ib_write_bw/SOURCES.md), then exits 0.
 Installed under a name ending in "_hang", the server accepts and never answers, so both sides hang
 until the launch code's time limit kills them.
@@ -26,22 +27,17 @@ def main(argv: list[str]) -> int:
     hang = Path(argv[0]).name.endswith("_hang")
     me = socket.gethostname()
     if client:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                conn = socket.create_connection((args[-1], port), timeout=5)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    print(f" Couldn't connect to {args[-1]}:{port}", file=sys.stderr)
-                    return 1
-                time.sleep(0.2)
+        try:   # like perftest's client: one attempt
+            conn = socket.create_connection((args[-1], port), timeout=5)
+        except OSError:
+            print(f"Couldn't connect to {args[-1]}:{port}", file=sys.stderr)
+            return 1
         conn.settimeout(None)
         conn.sendall(f"{me} {device}\n".encode())
         reply = conn.makefile().readline().strip()
         print(f"stand-in client {me} {device}: server answered {reply!r}; argv {' '.join(args)}", file=sys.stderr)
     else:
-        with socket.create_server(("", port)) as server:
+        with socket.create_server(("127.0.0.1", port)) as server:
             conn, _ = server.accept()
             hello = conn.makefile().readline().strip()
             print(f"stand-in server {me} {device} port {port}: client {hello!r}; argv {' '.join(args)}",
