@@ -63,9 +63,12 @@ class VersionSet:
 # (roles/mpi_launcher, tests/integration/test_multinode.py); their recommends add nothing, and
 # trixie's libopenmpi40 links libamdhip64-5, which the set has anyway. ibverbs-utils + perftest
 # are the per-rail RDMA tools (ibv_devinfo, ib_write_bw) mpi_launcher installs by default.
+# slurmctld, slurmd, slurm-client and munge (Slurm 24.11) make the lab's small Slurm cluster for
+# the srun launch test (tests/integration/test_slurm.py).
 TRIXIE_SET = VersionSet(suite="trixie", packages=("rocminfo", "rocm-smi", "hipcc", "libamdhip64-5",
                                                   "libamdhip64-dev", "openmpi-bin", "python3-mpi4py",
-                                                  "ibverbs-utils", "perftest"),
+                                                  "ibverbs-utils", "perftest", "slurmctld", "slurmd",
+                                                  "slurm-client", "munge"),
                         rocm_version="6.1.2", required=True)
 SID_SET = VersionSet(suite="sid", packages=("rocminfo", "rocm-smi"), rocm_version="7.2.4", required=False)
 DEFAULT_SETS = (TRIXIE_SET, SID_SET)
