@@ -161,3 +161,42 @@ def test_failing_rank_fails_the_srun_job_at_once_naming_the_task(cluster, capsys
     assert time.monotonic() - started < 45
     assert _leftovers(lab) == {}
     print(f"failing rank: srun exit {doc['rc']}")
+
+
+def test_node_drain_takes_a_node_out_of_slurm_and_puts_it_back(cluster, tmp_path) -> None:
+    """roles/node_drain with node_drain_method=slurm, delegated to the Slurm controller host, as
+    upgrade.yml runs it: the node goes DRAINED with the reason, no job can land on it, then RESUME."""
+    lab, inventory, _ = cluster
+    node, controller = HOSTS[1], HOSTS[0]
+
+    def play(tasks_from: str) -> PlaybookRun:
+        book = tmp_path / f"{tasks_from}.yml"
+        book.write_text(yaml.safe_dump([{
+            "name": f"node_drain {tasks_from}", "hosts": node, "become": True, "gather_facts": False,
+            "tasks": [{"name": "Run node_drain", "ansible.builtin.include_role": {
+                "name": "node_drain", "tasks_from": tasks_from}}]}], sort_keys=False))
+        return _playbook(inventory, book, "-e", json.dumps({
+            "node_drain_method": "slurm", "node_drain_delegate_to": controller,
+            "node_drain_reason": "rocm-fleet test: ROCm upgrade"}))
+
+    def state() -> str:
+        return lab.ssh(controller, [shlex.join(["sinfo", "--noheader", "--nodes", node, "--format=%T|%E"])]
+                       ).stdout.strip()
+
+    drained = play("drain.yml")
+    assert drained.rc == 0, drained.output[-3000:]
+    assert state() == "drained|rocm-fleet test: ROCm upgrade"
+    assert json.loads(lab.ssh(node, ["cat", "/var/lib/rocm-fleet/drain.json"]).stdout)["method"] == "slurm"
+    refused = lab.ssh(controller, [shlex.join(["srun", "--nodelist", node, "--immediate=5", "hostname"])])
+    assert refused.returncode != 0, refused.stdout
+    resumed = play("undrain.yml")
+    assert resumed.rc == 0, resumed.output[-3000:]
+    seen = [state()]
+    deadline = time.monotonic() + 60
+    while not seen[-1].startswith("idle|") and time.monotonic() < deadline:   # "idle*": not yet pinged back
+        time.sleep(2)
+        seen.append(state())
+    assert seen[-1].startswith("idle|"), seen
+    print(f"after RESUME: {seen[0]!r}, then {seen[-1]!r} after {len(seen) - 1} polls")
+    assert lab.ssh(controller, [shlex.join(["srun", "--nodelist", node, "hostname"])]).stdout.strip() == node
+    assert lab.ssh(node, ["test", "-e", "/var/lib/rocm-fleet/drain.json"]).returncode != 0
