@@ -40,13 +40,18 @@ class PlaybookRun:
         return out
 
 
-def playbook(inventory: Path, playbook_name: str, *args: str, extra: dict | None = None,
-             timeout_s: int = 1800) -> PlaybookRun:
-    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(ROOT / "playbooks" / playbook_name), *args]
-    if extra:
-        argv += ["-e", json.dumps(extra)]
+def run_playbook(inventory: Path, playbook_path: Path, *args: str, timeout_s: int = 900) -> PlaybookRun:
+    """ansible-playbook on any playbook file, with the project's ansible.cfg."""
+    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(playbook_path), *args]
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_FORCE_COLOR": "0"}
     start = time.monotonic()
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
     return PlaybookRun(proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start)
+
+
+def playbook(inventory: Path, playbook_name: str, *args: str, extra: dict | None = None,
+             timeout_s: int = 1800) -> PlaybookRun:
+    """One of playbooks/ by name, with extra variables as one JSON -e."""
+    extra_args = ["-e", json.dumps(extra)] if extra else []
+    return run_playbook(inventory, ROOT / "playbooks" / playbook_name, *args, *extra_args, timeout_s=timeout_s)

@@ -19,16 +19,15 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
-from ansible_run import BIN, ROOT, PlaybookRun
+from ansible_run import ROOT, PlaybookRun, run_playbook
+from cluster_lab import cli, cluster_inventory, leftovers, mirror_only_play
 
-from validation.cli import main
 from validation.lab import Lab
 from validation.multinode.inventory import load_cluster
 from validation.multinode.remote import ssh_argv, sweep
@@ -45,72 +44,31 @@ STRAY_PATTERN = "rocm_fleet_mpi_smoke|prted|prterun|mpirun|sleep 300|ib_write_bw
 TCP_PORT = PORT_BASE + 16000
 
 
-def _playbook(inventory: Path, playbook: Path, *extra: str) -> PlaybookRun:
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_FORCE_COLOR": "0"}
-    start = time.monotonic()
-    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(playbook), *extra]
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
-    return PlaybookRun(proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start)
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Path, PlaybookRun]]:
     """Three lab hosts made into a cluster by playbooks/cluster.yml; yields (lab, inventory, run)."""
     work = tmp_path_factory.mktemp("multinode")
     lab = Lab(LAB, len(HOSTS), mirror=True, port_base=PORT_BASE, inventory_path=work / "lab.yml")
     with lab:
-        assert lab.info is not None
-        doc = yaml.safe_load(lab.info.inventory.read_text())
-        group = doc["all"]["children"]["gpu_nodes"]["children"]["lab"]
-        group["vars"].update({
+        inventory = cluster_inventory(lab, work / "cluster.yml", {
             "mpi_launcher_cluster_name": LAB,
             "mpi_launcher_controller_key_dir": str(work / "keys"),
             "mpi_launcher_ranks_per_node": 1,
             "mpi_launcher_socket_ifname": "lo",
             "mpi_launcher_env": {"ROCM_FLEET_TEST_GREETING": "hello, cluster"},
         })
-        inventory = work / "cluster.yml"
-        inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
         playbook = work / "prepare.yml"
-        mirror = lab.info.mirror
-        assert mirror is not None
-        keyring = "/etc/apt/keyrings/rocm-fleet-lab.asc"
         playbook.write_text(yaml.safe_dump([
-            {"name": "The lab mirror as the only package source", "hosts": "lab", "become": True,
-             "gather_facts": False,
-             "tasks": [
-                 {"name": "Drop the Debian archive line",
-                  "ansible.builtin.file": {"path": "/etc/apt/sources.list", "state": "absent"}},
-                 {"name": "Fetch the mirror's signing key",
-                  "ansible.builtin.get_url": {"url": mirror.key_url, "dest": keyring, "mode": "0644"}},
-                 {"name": "Point apt at the mirror",
-                  "ansible.builtin.copy": {"dest": "/etc/apt/sources.list.d/rocm-fleet-lab.list", "mode": "0644",
-                                           "content": f"deb [signed-by={keyring}] {mirror.url}/rocm/apt/"
-                                                      f"{mirror.versions[0]} trixie main\n"}}]},
+            mirror_only_play(lab),
             {"ansible.builtin.import_playbook": str(ROOT / "playbooks" / "cluster.yml"),
              "vars": {"rocm_fleet_cluster_group": "lab"}},
         ], sort_keys=False))
-        first = _playbook(inventory, playbook)
+        first = run_playbook(inventory, playbook)
         yield lab, inventory, first
 
 
-def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:
-    code = main(list(argv))
-    out = capsys.readouterr().out
-    return code, json.loads(out) if out.strip().startswith("{") else {"text": out}
-
-
 def _leftovers(lab: Lab) -> dict[str, str]:
-    out = {}
-    for host in HOSTS:
-        # one quoted word: ssh hands its arguments to the remote shell joined by spaces
-        found = lab.ssh(host, [shlex.join(["pgrep", "-a", "-f", STRAY_PATTERN])])
-        # pgrep -f also matches the ssh'd shell that runs pgrep itself; keep only other commands
-        lines = [ln for ln in found.stdout.splitlines() if "pgrep" not in ln]
-        if lines:
-            out[host] = "\n".join(lines)
-    return out
+    return leftovers(lab, HOSTS, STRAY_PATTERN)
 
 
 def test_cluster_playbook_installs_openmpi_from_the_mirror_and_passes_the_smoke_job(cluster) -> None:
@@ -122,14 +80,14 @@ def test_cluster_playbook_installs_openmpi_from_the_mirror_and_passes_the_smoke_
 
 def test_cluster_playbook_converges_again_without_changes(cluster) -> None:
     _, inventory, _ = cluster
-    again = _playbook(inventory, ROOT / "playbooks" / "cluster.yml", "-e", "rocm_fleet_cluster_smoke=false")
+    again = run_playbook(inventory, ROOT / "playbooks" / "cluster.yml", "-e", "rocm_fleet_cluster_smoke=false")
     assert again.rc == 0, again.output[-3000:]
     assert again.changed() == 0, again.changed_tasks()
 
 
 def test_cluster_playbook_check_mode_on_a_converged_cluster_reports_no_changes(cluster) -> None:
     _, inventory, _ = cluster
-    check = _playbook(inventory, ROOT / "playbooks" / "cluster.yml", "--check", "--diff",
+    check = run_playbook(inventory, ROOT / "playbooks" / "cluster.yml", "--check", "--diff",
                       "-e", "rocm_fleet_cluster_smoke=false")
     assert check.rc == 0, check.output[-3000:]
     assert check.changed() == 0, check.changed_tasks()
@@ -137,14 +95,14 @@ def test_cluster_playbook_check_mode_on_a_converged_cluster_reports_no_changes(c
 
 def test_hostfile_lists_every_inventory_host_with_its_slots(cluster, capsys) -> None:
     _, inventory, _ = cluster
-    code, out = _cli(capsys, "cluster", "hostfile", "-i", str(inventory), "--group", "lab")
+    code, out = cli(capsys, "cluster", "hostfile", "-i", str(inventory), "--group", "lab")
     assert code == 0
     assert out["text"] == "rfmpi-1 slots=1\nrfmpi-2 slots=1\nrfmpi-3 slots=1\n"
 
 
 def test_smoke_job_runs_one_rank_per_host_and_verifies_the_allreduce(cluster, capsys) -> None:
     _, inventory, _ = cluster
-    code, doc = _cli(capsys, "cluster", "smoke", "-i", str(inventory), "--group", "lab", "--json")
+    code, doc = cli(capsys, "cluster", "smoke", "-i", str(inventory), "--group", "lab", "--json")
     assert code == 0, doc
     summary = next(json.loads(ln.split(": ", 1)[1]) for ln in doc["stdout"].splitlines()
                    if ln.startswith("rocm-fleet-mpi-smoke: "))
@@ -155,7 +113,7 @@ def test_smoke_job_runs_one_rank_per_host_and_verifies_the_allreduce(cluster, ca
 
 def test_every_rank_gets_the_declared_environment(cluster, capsys) -> None:
     _, inventory, _ = cluster
-    code, doc = _cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--json", "--",
+    code, doc = cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--json", "--",
                      "python3", SMOKE, "--print-env", "ROCM_FLEET_TEST_GREETING", "--print-env",
                      "NCCL_SOCKET_IFNAME", "--print-env", "NCCL_IB_GID_INDEX")
     assert code == 0, doc["stderr"][-2000:]
@@ -173,7 +131,7 @@ def test_every_rank_gets_the_declared_environment(cluster, capsys) -> None:
 def test_hanging_job_is_killed_within_its_limit_and_leaves_nothing_on_any_host(cluster, capsys) -> None:
     lab, inventory, _ = cluster
     started = time.monotonic()
-    code, doc = _cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout-s", "10",
+    code, doc = cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout-s", "10",
                      "--json", "--", "python3", SMOKE, "--hang-rank", "2")
     took = time.monotonic() - started
     assert code == 1
@@ -185,7 +143,7 @@ def test_hanging_job_is_killed_within_its_limit_and_leaves_nothing_on_any_host(c
 
 def test_failing_rank_makes_the_job_fail_with_its_exit_code(cluster, capsys) -> None:
     lab, inventory, _ = cluster
-    code, doc = _cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout-s", "60",
+    code, doc = cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout-s", "60",
                      "--json", "--", "python3", SMOKE, "--fail-rank", "1", "--exit-code", "7")
     assert code == 1
     assert (doc["rc"], doc["timed_out"]) == (7, False), doc["stderr"][-2000:]
@@ -195,13 +153,13 @@ def test_failing_rank_makes_the_job_fail_with_its_exit_code(cluster, capsys) -> 
 def test_rail_check_on_hosts_without_rdma_fails_each_declared_rail_from_the_real_tools(cluster, capsys) -> None:
     _, inventory, _ = cluster
     # nothing declared: the real ibv_devinfo (rdma-core from the mirror) finds no device; listed, not judged
-    code, doc = _cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab", "--json")
+    code, doc = cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab", "--json")
     assert code == 0, doc
     assert {doc["nodes"][h]["status"] for h in HOSTS} == {"skip"}
     assert doc["nodes"]["rfmpi-1"]["reasons"][0].startswith("no RDMA device (ibv_devinfo: ")
     seen = doc["nodes"]["rfmpi-1"]["reasons"][0]
     # declared: ibv_devinfo's port state and the sysfs GID probe (index 3 from the rccl-multinode profile)
-    code, doc = _cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab", "--rails", "mlx5_0:1",
+    code, doc = cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab", "--rails", "mlx5_0:1",
                      "--json")
     assert code == 1
     assert doc["gid_index"] == 3 and doc["failed"] == HOSTS
@@ -217,7 +175,7 @@ def test_rail_check_on_hosts_without_rdma_fails_each_declared_rail_from_the_real
 def test_real_ib_write_bw_pairs_fail_per_rail_with_the_tools_own_error(cluster, capsys, tmp_path) -> None:
     lab, inventory, _ = cluster
     out = tmp_path / "rails"
-    code, doc = _cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab",
+    code, doc = cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab",
                      "--rails", "mlx5_0:1,mlx5_1:1", "--run-bw", str(out), "--duration-s", "1",
                      "--tcp-port", str(TCP_PORT), "--json")
     assert code == 1
@@ -256,7 +214,7 @@ def test_rail_pairs_are_launched_paired_saved_and_judged_per_node_and_rail(clust
     _install_standin(lab)
     out = tmp_path / "rails"
     started = time.monotonic()
-    code, doc = _cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab",
+    code, doc = cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab",
                      "--rails", "mlx5_0:1,mlx5_1:1", "--run-bw", str(out), "--pattern", "swapped",
                      "--binary", "/usr/local/bin/ib_write_bw_standin", "--nic-gbps", "400",
                      "--tcp-port", str(TCP_PORT), "--json")
@@ -288,7 +246,7 @@ def test_cluster_playbook_runs_the_rail_checks_saves_them_and_fails_naming_the_n
              "rocm_fleet_cluster_results_dir": str(tmp_path),
              "rocm_fleet_cluster_rails_args": ["--rails", "mlx5_0:1", "--binary", "/usr/local/bin/ib_write_bw_standin",
                                                "--tcp-port", str(TCP_PORT)]}
-    run = _playbook(inventory, ROOT / "playbooks" / "cluster.yml", "-e", json.dumps(extra))
+    run = run_playbook(inventory, ROOT / "playbooks" / "cluster.yml", "-e", json.dumps(extra))
     assert run.rc != 0
     assert "per-rail checks failed on rfmpi-1, rfmpi-2, rfmpi-3: rfmpi-1 mlx5_0:1: declared rail not present " \
            "(the node has no RDMA device)" in run.output, run.output[-3000:]
@@ -303,7 +261,7 @@ def test_a_hanging_rail_pair_is_killed_within_its_limit_and_leaves_nothing(clust
     _install_standin(lab)
     out = tmp_path / "rails"
     started = time.monotonic()
-    code, doc = _cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab", "--rails", "mlx5_0:1",
+    code, doc = cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab", "--rails", "mlx5_0:1",
                      "--run-bw", str(out), "--partner", "rfmpi-3", "--duration-s", "1",
                      "--binary", "/usr/local/bin/ib_write_bw_standin_hang", "--tcp-port", str(TCP_PORT), "--json")
     took = time.monotonic() - started

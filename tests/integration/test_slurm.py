@@ -19,16 +19,15 @@ import json
 import os
 import secrets
 import shlex
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
-from ansible_run import BIN, ROOT, PlaybookRun
+from ansible_run import ROOT, PlaybookRun, run_playbook
+from cluster_lab import cli, cluster_inventory, leftovers, mirror_only_play
 
-from validation.cli import main
 from validation.lab import Lab
 
 pytestmark = pytest.mark.lab
@@ -40,25 +39,13 @@ SMOKE = "/etc/rocm-fleet/cluster/rocm_fleet_mpi_smoke.py"
 STRAY_PATTERN = "rocm_fleet_mpi_smoke|srun"
 
 
-def _playbook(inventory: Path, playbook: Path, *extra: str) -> PlaybookRun:
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_FORCE_COLOR": "0"}
-    start = time.monotonic()
-    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(playbook), *extra]
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
-    return PlaybookRun(proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start)
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Path, PlaybookRun]]:
     """Two lab hosts running Slurm, prepared by cluster.yml for srun; yields (lab, inventory, run)."""
     work = tmp_path_factory.mktemp("slurm")
     lab = Lab(LAB, len(HOSTS), mirror=True, port_base=PORT_BASE, inventory_path=work / "lab.yml")
     with lab:
-        assert lab.info is not None and lab.info.mirror is not None
-        doc = yaml.safe_load(lab.info.inventory.read_text())
-        group = doc["all"]["children"]["gpu_nodes"]["children"]["lab"]
-        group["vars"].update({
+        inventory = cluster_inventory(lab, work / "cluster.yml", {
             "mpi_launcher_method": "srun",
             "mpi_launcher_srun_args": ["--mpi=pmix"],
             "mpi_launcher_cluster_name": LAB,
@@ -67,47 +54,21 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Pat
             "mpi_launcher_socket_ifname": "lo",
             "mpi_launcher_env": {"ROCM_FLEET_TEST_GREETING": "hello, slurm"},
         })
-        inventory = work / "cluster.yml"
-        inventory.write_text(yaml.safe_dump(doc, sort_keys=False))
-        mirror, keyring = lab.info.mirror, "/etc/apt/keyrings/rocm-fleet-lab.asc"
         playbook = work / "prepare.yml"
         playbook.write_text(yaml.safe_dump([
-            {"name": "The lab mirror as the only package source", "hosts": "lab", "become": True,
-             "gather_facts": False,
-             "tasks": [
-                 {"name": "Drop the Debian archive line",
-                  "ansible.builtin.file": {"path": "/etc/apt/sources.list", "state": "absent"}},
-                 {"name": "Fetch the mirror's signing key",
-                  "ansible.builtin.get_url": {"url": mirror.key_url, "dest": keyring, "mode": "0644"}},
-                 {"name": "Point apt at the mirror",
-                  "ansible.builtin.copy": {"dest": "/etc/apt/sources.list.d/rocm-fleet-lab.list", "mode": "0644",
-                                           "content": f"deb [signed-by={keyring}] {mirror.url}/rocm/apt/"
-                                                      f"{mirror.versions[0]} trixie main\n"}},
-                 {"name": "Refresh apt's lists", "ansible.builtin.apt": {"update_cache": True}}]},
+            mirror_only_play(lab),
             {"ansible.builtin.import_playbook": str(ROOT / "tests" / "integration" / "playbooks" / "lab_slurm.yml")},
             {"ansible.builtin.import_playbook": str(ROOT / "playbooks" / "cluster.yml"),
              "vars": {"rocm_fleet_cluster_group": "lab"}},
         ], sort_keys=False))
         key = base64.b64encode(secrets.token_bytes(1024)).decode()
-        first = _playbook(inventory, playbook, "-e", json.dumps({"lab_slurm_munge_key_b64": key,
+        first = run_playbook(inventory, playbook, "-e", json.dumps({"lab_slurm_munge_key_b64": key,
                                                                  "lab_slurm_port_base": PORT_BASE + 15000}))
         yield lab, inventory, first
 
 
-def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:
-    code = main(list(argv))
-    out = capsys.readouterr().out
-    return code, json.loads(out) if out.strip().startswith("{") else {"text": out}
-
-
 def _leftovers(lab: Lab) -> dict[str, str]:
-    out = {}
-    for host in HOSTS:
-        found = lab.ssh(host, [shlex.join(["pgrep", "-a", "-f", STRAY_PATTERN])])
-        lines = [ln for ln in found.stdout.splitlines() if "pgrep" not in ln]
-        if lines:
-            out[host] = "\n".join(lines)
-    return out
+    return leftovers(lab, HOSTS, STRAY_PATTERN)
 
 
 def test_cluster_playbook_runs_the_smoke_job_through_srun(cluster) -> None:
@@ -119,7 +80,7 @@ def test_cluster_playbook_runs_the_smoke_job_through_srun(cluster) -> None:
 
 def test_srun_job_gets_the_declared_environment_on_every_rank(cluster, capsys) -> None:
     _, inventory, _ = cluster
-    code, doc = _cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--json", "--",
+    code, doc = cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--json", "--",
                      "python3", SMOKE, "--print-env", "ROCM_FLEET_TEST_GREETING", "--print-env",
                      "NCCL_SOCKET_IFNAME", "--print-env", "OMPI_MCA_btl_tcp_if_include")
     assert code == 0, doc["stderr"][-2000:]
@@ -136,7 +97,7 @@ def test_srun_job_gets_the_declared_environment_on_every_rank(cluster, capsys) -
 def test_hanging_srun_job_is_killed_within_its_limit_and_leaves_nothing(cluster, capsys) -> None:
     lab, inventory, _ = cluster
     started = time.monotonic()
-    code, doc = _cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout-s", "10",
+    code, doc = cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout-s", "10",
                      "--json", "--", "python3", SMOKE, "--hang-rank", "1")
     took = time.monotonic() - started
     assert code == 1
@@ -153,7 +114,7 @@ def test_failing_rank_fails_the_srun_job_at_once_naming_the_task(cluster, capsys
     and srun reports the worst of all tasks; srun names the failing task and its code on stderr."""
     lab, inventory, _ = cluster
     started = time.monotonic()
-    code, doc = _cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout-s", "60",
+    code, doc = cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout-s", "60",
                      "--json", "--", "python3", SMOKE, "--fail-rank", "1", "--exit-code", "7")
     assert code == 1
     assert doc["rc"] not in (0, None) and doc["timed_out"] is False, doc
@@ -175,7 +136,7 @@ def test_node_drain_takes_a_node_out_of_slurm_and_puts_it_back(cluster, tmp_path
             "name": f"node_drain {tasks_from}", "hosts": node, "become": True, "gather_facts": False,
             "tasks": [{"name": "Run node_drain", "ansible.builtin.include_role": {
                 "name": "node_drain", "tasks_from": tasks_from}}]}], sort_keys=False))
-        return _playbook(inventory, book, "-e", json.dumps({
+        return run_playbook(inventory, book, "-e", json.dumps({
             "node_drain_method": "slurm", "node_drain_delegate_to": controller,
             "node_drain_reason": "rocm-fleet test: ROCm upgrade"}))
 

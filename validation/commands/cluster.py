@@ -35,6 +35,7 @@ from validation.multinode.inventory import load_cluster
 from validation.multinode.model import ClusterSpec
 from validation.multinode.remote import LaunchResult, launch
 from validation.multinode.targets import multinode_target
+from validation.probes.runner import RawRun
 from validation.records import Status, to_jsonable, worst
 
 SMOKE_PROGRAM = "rocm_fleet_mpi_smoke.py"
@@ -289,6 +290,10 @@ class _NodeDocs:
         return [n for n, doc in self.docs.items() if doc["status"] in ("fail", "error", "timeout")]
 
 
+def _why(raw: RawRun) -> str:
+    return "timed out" if raw.timed_out else f"exit {raw.rc}: {raw.stderr.strip()[-300:]}"
+
+
 def _rail_ports(spec: ClusterSpec, names: list[str], declared: list[str], docs: _NodeDocs) -> None:
     ports_by_node: dict[str, tuple[rails.RdmaPort, ...]] = {}
     for name in names:
@@ -299,8 +304,7 @@ def _rail_ports(spec: ClusterSpec, names: list[str], declared: list[str], docs: 
         if rails.no_devices(raw):
             ports: tuple[rails.RdmaPort, ...] = ()
         elif not raw.ok:
-            why = "timed out" if raw.timed_out else f"exit {raw.rc}: {raw.stderr.strip()[-300:]}"
-            docs.add(name, Status.ERROR, f"ibv_devinfo {why}")
+            docs.add(name, Status.ERROR, f"ibv_devinfo {_why(raw)}")
             continue
         else:
             ports = rails.parse_ibv_devinfo(raw.stdout)
@@ -318,8 +322,7 @@ def _rail_gids(spec: ClusterSpec, names: list[str], declared: list[str], gid_ind
     for name in names:
         raw = rail_gids.probe(spec, name, declared, gid_index=gid_index)
         if not raw.ok:
-            why = "timed out" if raw.timed_out else f"exit {raw.rc}: {raw.stderr.strip()[-300:]}"
-            docs.add(name, Status.ERROR, f"GID probe {why}")
+            docs.add(name, Status.ERROR, f"GID probe {_why(raw)}")
             continue
         try:
             gids = rail_gids.parse_probe(raw.stdout)
