@@ -268,7 +268,7 @@ def test_a_hanging_rail_pair_is_killed_within_its_limit_and_leaves_nothing(clust
     assert code == 1
     for host in ("rfmpi-1", "rfmpi-2"):
         (verdict,) = doc["nodes"][host]["runs"]
-        assert (verdict["status"], verdict["code"]) == ("timeout", "RF-TIMEOUT"), verdict
+        assert (verdict["status"], verdict["code"]) == ("timeout", "RF-TIMEOUT"), verdict["reason"]
     limit = 2 + 1 + 30    # start + duration + margin, per pair (rails.rail_pair_argv)
     assert took < 2 * (limit + 15), f"two hanging pairs took {took:.0f} s"
     assert _leftovers(lab) == {}

@@ -177,6 +177,18 @@ def test_a_killed_run_is_a_timeout_and_a_missing_tool_is_a_skip(tmp_path: Path) 
     assert verdict.status == Status.SKIP and "not installed (perftest)" in verdict.reason
 
 
+def test_a_server_killed_at_its_limit_makes_the_run_a_timeout_whatever_the_client_saw(tmp_path: Path) -> None:
+    # seen on CI with the hanging stand-in: the server's limit fired first, its client then saw a closed
+    # connection and failed; the pair hung, so this is a timeout, not a tool failure
+    broken = RawRun(argv=("ssh",), rc=1, stdout="", stderr=" Failed to exchange data between server and clients\n",
+                    seconds=31.0, timed_out=False)
+    (run,) = run_plan(_spec("n1", "n2"), partner_plan(["n1", "n2"], "n1"), ["mlx5_0:1"], tmp_path, start_s=0.0,
+                      run=Recorder(client=broken, server_rc=124))
+    (verdict,) = run_verdicts([run])
+    assert (verdict.status, verdict.code) == (Status.TIMEOUT, "RF-TIMEOUT")
+    assert "server exit 124" in verdict.reason
+
+
 def test_no_rails_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ClusterError, match="no rails"):
         run_plan(_spec("n1", "n2"), partner_plan(["n1", "n2"], "n1"), [], tmp_path, run=Recorder())

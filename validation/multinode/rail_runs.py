@@ -214,7 +214,10 @@ def run_plan(spec: ClusterSpec, plan: Plan, rails: Sequence[str], out: Path, *, 
 
 def _record(out: Path, server: str, client: str, rail: str, sides: PairSides) -> RailRun:
     srv, cli = sides.server, sides.client
-    timed_out = cli.timed_out or cli.rc in remote.TIMEOUT_RCS
+    # either side killed at its limit means the pair hung; whichever limit fires first, the other side
+    # then sees a broken connection (a server this code stopped early is not a timeout)
+    server_timed_out = not sides.server_stopped and (srv.timed_out or srv.rc in remote.TIMEOUT_RCS)
+    timed_out = cli.timed_out or cli.rc in remote.TIMEOUT_RCS or server_timed_out
     ok = cli.rc == 0 and srv.rc == 0 and not timed_out and not sides.server_stopped
     directory = out / client
     directory.mkdir(parents=True, exist_ok=True)

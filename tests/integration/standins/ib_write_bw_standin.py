@@ -35,6 +35,9 @@ def main(argv: list[str]) -> int:
         conn.settimeout(None)
         conn.sendall(f"{me} {device}\n".encode())
         reply = conn.makefile().readline().strip()
+        if not reply:   # the server went away without answering: perftest fails the exchange too
+            print(" Failed to exchange data between server and clients", file=sys.stderr)
+            return 1
         print(f"stand-in client {me} {device}: server answered {reply!r}; argv {' '.join(args)}", file=sys.stderr)
     else:
         with socket.create_server(("127.0.0.1", port)) as server:
