@@ -26,6 +26,8 @@ class Status(enum.StrEnum):
 
 # Worst first: the status of a group is the worst of its members.
 STATUS_ORDER = (Status.ERROR, Status.TIMEOUT, Status.FAIL, Status.WARN, Status.PASS, Status.SKIP)
+# The statuses that fail a check, a node or a run (Status is a str enum: "fail" in FAILING holds).
+FAILING = (Status.ERROR, Status.TIMEOUT, Status.FAIL)
 
 
 def worst(statuses: list[Status] | tuple[Status, ...]) -> Status:

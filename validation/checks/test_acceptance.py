@@ -21,13 +21,13 @@ import pytest
 
 from validation.checks.outcome import CheckFailure, expect
 from validation.judge import Verdict
-from validation.records import Status
+from validation.records import FAILING
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.gpu]
 
 DEFAULT_BURNIN_S = 600.0
 DEFAULT_SAMPLE_INTERVAL_S = 5.0
-BAD = (Status.FAIL, Status.ERROR, Status.TIMEOUT)
+BAD = FAILING
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,7 +15,7 @@ from validation import extract, parsers
 from validation.checks.outcome import CheckFailure, expect
 from validation.errors import ParseError
 from validation.judge import judge_value
-from validation.records import Status
+from validation.records import FAILING
 
 pytestmark = [pytest.mark.smoke, pytest.mark.gpu]
 
@@ -48,7 +48,7 @@ def fail_on(verdicts: list, record: Any) -> None:
     for v in verdicts:
         record(v.metric, v.subject, v.measured if isinstance(v.measured, (int, float)) else None, v.unit,
                status=v.status.value, reason=v.reason, code=v.code)
-    bad = [v for v in verdicts if v.status in (Status.FAIL, Status.ERROR, Status.TIMEOUT)]
+    bad = [v for v in verdicts if v.status in FAILING]
     if bad:
         raise CheckFailure(bad[0].code or "RF-NOT-REPORTED", "; ".join(v.reason for v in bad), bad[0].hint)
 

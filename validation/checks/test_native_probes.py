@@ -21,7 +21,7 @@ from validation.errors import ParseError
 from validation.judge import judge_timeout
 from validation.probes import native_commands, runner
 from validation.probes.conv_shapes import ConvShape
-from validation.records import Status
+from validation.records import FAILING
 
 pytestmark = [pytest.mark.quick, pytest.mark.gpu]
 
@@ -86,7 +86,7 @@ def run_and_judge(tool: str, argv: list[str], targets: Any, record: Any, *, gpu:
     for v in verdicts:
         record(v.metric, v.subject, v.measured if isinstance(v.measured, (int, float)) else None, v.unit,
                status=v.status.value, reason=v.reason, code=v.code, command=" ".join(argv))
-    bad = [v for v in verdicts if v.status in (Status.FAIL, Status.ERROR, Status.TIMEOUT)]
+    bad = [v for v in verdicts if v.status in FAILING]
     expect(raw.rc == 0 or bool(bad), "RF-TOOL-FAILED", exited)
     if bad:
         raise CheckFailure(bad[0].code or "RF-NOT-REPORTED", "; ".join(v.reason for v in bad[:8])

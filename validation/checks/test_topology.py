@@ -23,7 +23,7 @@ from validation.checks import discovery
 from validation.checks.outcome import CheckFailure, expect
 from validation.errors import ParseError
 from validation.judge import Verdict
-from validation.records import Status
+from validation.records import FAILING
 
 pytestmark = [pytest.mark.smoke]
 
@@ -115,7 +115,7 @@ def record_and_fail(verdicts: list[Verdict], record: Any, *, source: str) -> Non
         extra = {"measured_text": v.measured} if isinstance(v.measured, str) else {}
         record(v.metric, v.subject, v.measured if isinstance(v.measured, (int, float)) else None, v.unit,
                status=v.status.value, reason=v.reason, code=v.code, command=source, **extra)
-    bad = [v for v in verdicts if v.status in (Status.FAIL, Status.ERROR, Status.TIMEOUT)]
+    bad = [v for v in verdicts if v.status in FAILING]
     if bad:
         raise CheckFailure(bad[0].code or "RF-NOT-REPORTED", "; ".join(v.reason for v in bad[:8])
                            + (f"; and {len(bad) - 8} more" if len(bad) > 8 else ""), bad[0].hint)

@@ -36,7 +36,7 @@ from validation.multinode.model import ClusterSpec
 from validation.multinode.remote import LaunchResult, launch
 from validation.multinode.targets import multinode_target
 from validation.probes.runner import RawRun
-from validation.records import Status, to_jsonable, worst
+from validation.records import FAILING, Status, to_jsonable, worst
 
 SMOKE_PROGRAM = "rocm_fleet_mpi_smoke.py"
 SMOKE_PREFIX = "rocm-fleet-mpi-smoke: "
@@ -287,7 +287,7 @@ class _NodeDocs:
 
     @property
     def failed(self) -> list[str]:
-        return [n for n, doc in self.docs.items() if doc["status"] in ("fail", "error", "timeout")]
+        return [n for n, doc in self.docs.items() if doc["status"] in FAILING]
 
 
 def _why(raw: RawRun) -> str:

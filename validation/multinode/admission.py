@@ -3,8 +3,7 @@
 A node is admitted when
 1. its single-node validation passed (worst check status pass or warn, run complete), and
 2. it has at least one pairwise run that met the target, and no failed run with a *cleared*
-   partner (a node that passed with someone else).
-
+   partner (a node that passed with someone else), and
 3. where per-rail checks were run (`cluster rails --json`), they did not fail on it (a
    missing or down rail, a wrong RoCE GID, a slow or failing ib_write_bw pair); a node missing
    from those results is rejected, one they list as skip (tools not installed) is noted.
@@ -24,11 +23,10 @@ from dataclasses import dataclass
 from validation.judge import Verdict, judge_target
 from validation.multinode.targets import IN_PLACE, WRONG_TARGET, MultinodeTarget
 from validation.parsers._collective_table import CollectiveRun, SizeRow
-from validation.records import Status
+from validation.records import FAILING, Status
 
 PASSING = (Status.PASS, Status.WARN, Status.SKIP)
 SINGLE_NODE_OK = ("pass", "warn")
-RAILS_FAILED = ("fail", "error", "timeout")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,7 +131,7 @@ def admit(nodes: Sequence[str], single_node: Mapping[str, str], runs: Sequence[G
         elif status not in SINGLE_NODE_OK:
             reasons.append(f"single-node validation: {status}")
         rail_status, rail_reasons = (rails or {}).get(node, ("", ()))
-        if rail_status in RAILS_FAILED:
+        if rail_status in FAILING:
             reasons.append(f"per-rail checks {rail_status}: {'; '.join(rail_reasons) or 'no reason given'}")
         elif rail_status == "skip":
             notes.append(f"per-rail checks skipped: {'; '.join(rail_reasons)}")

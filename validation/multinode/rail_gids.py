@@ -69,8 +69,6 @@ class RailGid:
 
 
 def probe_argv(rails: Sequence[str], gid_index: int, *, sysfs_root: str = "") -> list[str]:
-    for rail in rails:
-        split_rail(rail)
     if gid_index < 0:
         raise ValueError(f"GID index must be >= 0, not {gid_index}")
     normalised = [f"{d}:{p}" for d, p in map(split_rail, rails)]

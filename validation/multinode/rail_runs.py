@@ -41,14 +41,13 @@ from validation.judge import CODES, Verdict
 from validation.multinode import remote
 from validation.multinode.launch import MARKER_VAR
 from validation.multinode.model import ClusterError, ClusterSpec
-from validation.multinode.rails import DEFAULT_TCP_PORT, PAIR_START_S, rail_pair_argv
+from validation.multinode.rails import DEFAULT_TCP_PORT, NOT_INSTALLED_RC, PAIR_START_S, rail_pair_argv
 from validation.probes import runner
 from validation.probes.runner import RawRun
 from validation.records import Status, to_jsonable
 from validation.targets.model import Target
 
 RUNS_FILE = "rail-runs.json"
-NOT_INSTALLED_RC = 127     # coreutils timeout: the command was not found
 KILL_AFTER_S = 5
 RUN_METRIC = "ib_write_bw_run"
 CONNECT_RETRY_S = 10       # the client is started again while it cannot connect, up to this long

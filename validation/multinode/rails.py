@@ -41,7 +41,7 @@ from validation.records import Status
 from validation.targets.model import EQUAL, HIGHER_IS_BETTER, Target
 
 TOOL = "ibv_devinfo"
-NOT_INSTALLED_RC = 127
+NOT_INSTALLED_RC = 127   # a command not found (sh, coreutils timeout)
 PROBE_TIMEOUT_S = 60
 PORT_STATE = Target(
     metric="rdma_port_state", value="PORT_ACTIVE", unit="state", direction=EQUAL,

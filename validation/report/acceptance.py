@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from validation.records import FAILING
 from validation.report.load import node_status
 from validation.report.markdown import cell
 
@@ -19,7 +20,7 @@ def verdict(node: dict[str, Any]) -> str:
     if node.get("missing"):
         return "NOT RUN"
     status = node_status(node)
-    if not node.get("complete") or status in ("fail", "error", "timeout"):
+    if not node.get("complete") or status in FAILING:
         return "REJECT"
     return "ACCEPT"
 
@@ -57,7 +58,7 @@ def node_markdown(node: dict[str, Any]) -> str:
     lines += [f"| GPUs on the PCI bus | {len(prov.get('gpus_on_pci_bus') or [])} |",
               f"| GPU serials | {_cell(', '.join(serials))} |",
               f"| GPU firmware recorded | {'yes' if prov.get('gpu_firmware') else 'no'} |", ""]
-    failures = [c for c in node.get("checks", []) if c["status"] in ("fail", "error", "timeout")]
+    failures = [c for c in node.get("checks", []) if c["status"] in FAILING]
     lines += ["## Failures", ""]
     lines += [f"- **{c['name']}** `{c.get('code') or ''}` {c.get('message') or ''} — what to do: {c.get('hint') or ''}"
               for c in failures] or ["None."]
@@ -74,7 +75,7 @@ def batch_markdown(nodes: list[dict[str, Any]]) -> str:
     for node in nodes:
         prov = node.get("provenance", {})
         codes = sorted({c.get("code") or c["name"] for c in node.get("checks", [])
-                        if c["status"] in ("fail", "error", "timeout")})
+                        if c["status"] in FAILING})
         lines.append(f"| {node['host']} | {verdict(node)} | {len(prov.get('gpus_on_pci_bus') or [])} | "
                      f"{len(gpu_serials(node))} | {_cell(prov.get('bios_version'))} | {_cell(', '.join(codes))} |")
     return "\n".join(lines) + "\n"

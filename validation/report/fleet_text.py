@@ -7,6 +7,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from validation.fleet import Delta, MetricSummary
+from validation.records import FAILING
 from validation.report.load import node_status
 from validation.report.markdown import cell as _cell
 
@@ -27,7 +28,7 @@ def markdown(nodes: list[dict[str, Any]], summaries: list[MetricSummary], *, thr
             lines.append(f"| {s.metric} | {s.unit} | {s.count} | {s.p50:.4g} | {s.minimum:.4g} | {s.maximum:.4g} | "
                          f"{s.baseline:.4g} | {named}{more} |")
     failures = [(node["host"], c) for node in nodes for c in node["checks"]
-                if c["status"] in ("fail", "error", "timeout")]
+                if c["status"] in FAILING]
     if failures:
         lines += ["", "## Failures", "", "| node | check | code | found | what to do |", "|---|---|---|---|---|"]
         lines += [f"| {host} | {c.get('name') or c['id']} | {c.get('code') or ''} | {_cell(c.get('message'))} | "
