@@ -26,6 +26,7 @@ class MirrorFacts:
     url: str                      # http://127.0.0.1:PORT, the root that holds rocm/apt/<version>/
     key_url: str                  # the armored public key, AMD's path: <url>/rocm/rocm.gpg.key
     key_fingerprints: tuple[str, ...]  # 40 hex digits, upper case, no spaces
+    allow_http: bool = False      # plain http on loopback: rocm_repo_allow_http for this mirror only
 
 
 def check_name(name: str) -> str:
@@ -65,6 +66,8 @@ def render(lab: str, hosts: Sequence[HostPlan], *, key_path: Path, known_hosts: 
         lab_vars["rocm_repo_mirror_url"] = mirror.url
         lab_vars["rocm_repo_mirror_key_url"] = mirror.key_url
         lab_vars["rocm_repo_mirror_key_fingerprints"] = list(mirror.key_fingerprints)
+        if mirror.allow_http:
+            lab_vars["rocm_repo_allow_http"] = True
     group = {
         "hosts": {h.name: {"ansible_host": "127.0.0.1", "ansible_port": h.port} for h in hosts},
         "vars": lab_vars,

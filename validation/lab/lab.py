@@ -17,7 +17,7 @@ from validation.errors import LabError
 from validation.lab import _proc, hosts, inventory, mirror
 from validation.lab.image import Recipe, default_recipe, ensure_image
 from validation.lab.inventory import HostPlan, MirrorFacts
-from validation.lab.paths import DEFAULT_LAB_NAME, default_inventory_path, default_state_dir
+from validation.lab.paths import DEFAULT_LAB_NAME, default_inventory_path, default_mirror_port, default_state_dir
 from validation.lab.podman import containers, podman, remove, require_podman
 from validation.lab.serve import DEFAULT_LIFETIME_S
 
@@ -61,7 +61,7 @@ class Lab:
         self.port_base = port_base
         self.state_dir = state_dir or default_state_dir(name)
         self.inventory_path = inventory_path or default_inventory_path()
-        self.mirror_port = mirror_port
+        self.mirror_port = mirror_port if mirror_port is not None else default_mirror_port()
         self.mirror_lifetime_s = mirror_lifetime_s
         self.recipe = recipe
         self.version_sets = tuple(version_sets)
@@ -104,7 +104,7 @@ class Lab:
             lap("hosts_ready")
             facts = None if mirror_info is None else MirrorFacts(
                 url=mirror_info.url, key_url=mirror_info.key_url,
-                key_fingerprints=mirror_info.key_fingerprints)
+                key_fingerprints=mirror_info.key_fingerprints, allow_http=mirror_info.allow_http)
             inventory.write(self.inventory_path, self.name,
                             inventory.render(self.name, plan, key_path=key, known_hosts=known_hosts,
                                              mirror=facts))

@@ -20,6 +20,13 @@ def cache_dir() -> Path:
     return path
 
 
+def default_mirror_port() -> int | None:
+    """$ROCM_FLEET_LAB_MIRROR_PORT for a lab that names no mirror port (0: any free port, so that
+    labs of several sessions on one machine never meet on 8765); None when unset."""
+    env = os.environ.get("ROCM_FLEET_LAB_MIRROR_PORT", "").strip()
+    return int(env) if env else None
+
+
 def default_state_dir(name: str) -> Path:
     return REPO_ROOT / ".lab" / name
 
