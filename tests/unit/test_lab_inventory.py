@@ -98,6 +98,11 @@ def test_only_the_loopback_http_mirror_asks_roles_to_accept_plain_http(url: str,
     assert ("rocm_repo_allow_http" in lab_vars) is allowed
 
 
+def test_reboots_are_recognised_by_pid_1s_start_time_not_the_shared_kernels_boot_id() -> None:
+    lab_vars = _render(None)["all"]["children"]["gpu_nodes"]["children"]["lab"]["vars"]
+    assert lab_vars["node_reboot_boot_time_command"] == "awk '{print $22}' /proc/1/stat"
+
+
 def test_without_a_mirror_no_mirror_variable_is_written() -> None:
     lab_vars = _render(None)["all"]["children"]["gpu_nodes"]["children"]["lab"]["vars"]
     assert not [k for k in lab_vars if k.startswith("rocm_repo_")]
