@@ -117,6 +117,24 @@ CODES: dict[str, str] = {
     "RF-BURNIN-NO-TELEMETRY": "No telemetry during the burn-in, so its gates could not be judged: install amd-smi "
                               "(amd-smi-lib) or rocm-smi (NVIDIA: nvidia-smi) on the node and check that it runs "
                               "as the validating user.",
+    "RF-GPU-BUSY": "Someone else's work was on the GPU (the named processes, utilization or memory in use), so "
+                   "its numbers would not be the hardware's: wait for the job to end or drain the node "
+                   "(Slurm/Kubernetes), stop stray processes (`amd-smi process`, `rocm-smi --showpids`, "
+                   "`nvidia-smi`), then re-run; `--allow-busy` measures anyway and says so in the results.",
+    "RF-GPU-ACTIVITY-UNKNOWN": "Nothing on the node could say whether its GPUs are idle, so no number from it can be "
+                               "trusted as the hardware's: install amd-smi (amd-smi-lib) or rocm-smi (NVIDIA: the "
+                               "driver's nvidia-smi), check that it runs as the validating user, then re-run.",
+    "RF-GPU-THROTTLED": "Clocks were held down by a thermal or hardware reason while the GPU was idle: check "
+                        "cooling, inlet temperature and power delivery (BMC), `amd-smi metric` / `nvidia-smi -q "
+                        "-d PERFORMANCE`; re-run once it clears; RMA if it persists on an idle, cool GPU.",
+    "RF-MODEL-LOW": "Model throughput below target: check clocks, power cap and temperature, that no other "
+                    "process uses the GPU, and the PyTorch/ROCm versions; compare with the node's other GPUs.",
+    "RF-SIBLING-GAP": "This GPU or link is slower than the node's other GPUs or links by more than the allowed "
+                      "gap: re-run the named probe on it; if it stays behind, check its clocks, power cap, "
+                      "temperature and error counters (and for a link, both ends), reseat, RMA if it persists.",
+    "RF-BATCH-GAP": "This node's GPU or link is slower than the same SKU across the batch by more than the "
+                    "allowed gap: compare its BIOS, firmware, ROCm/driver versions and tuning with a node at "
+                    "the batch median, check cooling and power limits, re-run; RMA if it stays behind.",
     "RF-BELOW-TARGET": "Below target: compare with the same metric on a healthy node and re-run.",
     "RF-ABOVE-TARGET": "Above the allowed maximum: compare with a healthy node and re-run.",
     "RF-MISMATCH": "Value differs from the expected one: check the node against its declared spec.",
@@ -133,6 +151,16 @@ CODES: dict[str, str] = {
 # metric-name prefix -> code for a measurement on the failing side of its threshold (first match wins)
 _CODE_BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("pci_device_id", "RF-SKU-MISMATCH"),
+    ("idle_throttled", "RF-GPU-THROTTLED"),
+    ("idle_", "RF-GPU-BUSY"),
+    ("torch_matmul_", "RF-GEMM-LOW"),
+    ("scaling_matmul_", "RF-GEMM-LOW"),
+    ("torch_device_copy", "RF-HBM-LOW"),
+    ("torch_h2d", "RF-BW-HOST-LOW"),
+    ("torch_d2h", "RF-BW-HOST-LOW"),
+    ("torch_conv2d", "RF-MIOPEN-LOW"),
+    ("resnet50_", "RF-MODEL-LOW"),
+    ("scaling_resnet50", "RF-MODEL-LOW"),
     ("burnin_wrong", "RF-BURNIN-WRONG-RESULT"),
     ("burnin_temperature", "RF-BURNIN-TEMP-HIGH"),
     ("burnin_power", "RF-BURNIN-POWER-HIGH"),

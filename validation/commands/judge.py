@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
-from validation import extract, parsers
+from validation import baseline, extract, parsers
 from validation.errors import ParseError, RocmFleetError
 from validation.judge import aggregate
 from validation.records import Status, to_jsonable
 from validation.targets import load_targets
+from validation.targets.model import TargetProfile
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpus", type=int, default=None, help="GPU count the outputs were taken with (default: SKU's)")
     p.add_argument("--partition", default=None, help="partition mode, e.g. CPX/NPS4")
     p.add_argument("--strict", action="store_true", help="WARN counts as failure")
+    p.add_argument("--baseline", type=Path, default=None, metavar="FILE",
+                   help="site baseline (rocm-fleet baseline create), applied where it is stricter or nothing is "
+                   "published")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("files", nargs="+", metavar="FILE", help="TOOL:PATH or PATH; tools: " + ", ".join(extract.JUDGES))
     p.set_defaults(run=run)
@@ -46,8 +51,18 @@ def detect(path: Path, text: str) -> str:
                          f"write it as TOOL:{path} with TOOL one of {', '.join(extract.JUDGES)}")
 
 
+def _targets(args: argparse.Namespace, gpu_count: int | None) -> TargetProfile:
+    profile = load_targets(args.profile, gpu_count=gpu_count, partition=args.partition)
+    if args.baseline is None:
+        return profile
+    extra, notes = baseline.overrides(baseline.read(args.baseline), profile)
+    for note in notes:
+        print(f"rocm-fleet: baseline: {note}", file=sys.stderr)
+    return load_targets(args.profile, gpu_count=gpu_count, partition=args.partition, overrides=extra)
+
+
 def run(args: argparse.Namespace) -> int:
-    default = load_targets(args.profile, gpu_count=args.gpus, partition=args.partition)
+    default = _targets(args, args.gpus)
     results = []
     for spec in args.files:
         named = ":" in spec and spec.split(":", 1)[0] in extract.JUDGES
@@ -60,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         ranks = getattr(record, "ranks", None)
         if args.gpus is None and ranks and ranks != default.gpu_count:
             # collective bandwidth targets hold for one GPU count (ROCm/rccl#1270): use the run's own
-            profile = load_targets(args.profile, gpu_count=ranks, partition=args.partition)
+            profile = _targets(args, ranks)
         verdicts = extract.verdicts_for(tool, record, profile)
         if not verdicts:
             raise RocmFleetError(f"{path}: {tool} output holds no measurement that {profile.name} has a target for")

@@ -33,6 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=int, default=3600, help="seconds before the whole run is stopped")
     p.add_argument("--no-gpu", action="store_true", help="leave out checks that need a GPU")
     p.add_argument("--strict", action="store_true", help="WARN counts as failure for the exit code")
+    p.add_argument("--allow-busy", action="store_true",
+                   help="measure GPUs that other processes are using (default: the idle pre-flight fails and the "
+                   "measuring checks are skipped); every number so taken is marked measured_while_busy")
+    p.add_argument("--baseline", type=Path, default=None, metavar="FILE",
+                   help="site baseline to judge against (rocm-fleet baseline create); default: the spec's "
+                   "validation_baseline")
     p.set_defaults(run=run)
 
 
@@ -55,6 +61,10 @@ def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
         argv.append(f"--rf-spec={args.spec}")
     if args.node_name:
         argv.append(f"--rf-node={args.node_name}")
+    if args.allow_busy:
+        argv.append("--rf-allow-busy")
+    if args.baseline:
+        argv.append(f"--rf-baseline={args.baseline.resolve()}")
     return argv
 
 

@@ -1,8 +1,10 @@
-"""Parse `nvidia-smi` output for mixed fleets: `-q`/`-a` (NVSMI LOG), the default table, and
-`--query-gpu=... --format=csv` with or without `noheader`/`nounits`.
+"""Parse `nvidia-smi` output for mixed fleets: `-q`/`-a` (NVSMI LOG), the default table,
+`--query-gpu=... --format=csv` with or without `noheader`/`nounits`, and the compute-process list
+`--query-compute-apps=... --format=csv`.
 
 A CSV without a header row needs the command line (`$ nvidia-smi --query-gpu=...`) as its first
-line to name the columns; without it the parser refuses rather than guess.
+line to name the columns; without it the parser refuses rather than guess. The processes that the
+table, the -q log and --query-compute-apps list land in `processes` (the idle pre-flight reads them).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from validation.errors import ParseError
 from validation.parsers import _indent_tree
 from validation.parsers._text import command_and_body
+from validation.records import GpuProcess
 
 TOOL = "nvidia-smi"
 
@@ -59,13 +62,14 @@ class NvidiaGpu:
 class NvidiaSmiRecord:
     """The parsed nvidia-smi output."""
 
-    view: str  # query, table, csv
+    view: str  # query, table, csv, apps (--query-compute-apps)
     command_line: str | None
     driver_version: str | None
     cuda_version: str | None
     attached_gpus: int | None  # "Attached GPUs" (query view)
     gpus: tuple[NvidiaGpu, ...]
     truncated: bool
+    processes: tuple[GpuProcess, ...] = ()  # table, query (with PIDS) and apps views
 
 
 def _number(raw: str | None) -> float | None:
@@ -97,6 +101,8 @@ def parse(text: str) -> NvidiaSmiRecord:
         return _parse_query(body, command_line)
     if first.startswith("+---") or re.match(r"^\w{3} \w{3} +\d+ [\d:]+ \d{4}$", first):
         return _parse_table(body, command_line)
+    if "--query-compute-apps" in (command_line or "") or first.startswith("pid,"):
+        return _parse_apps_csv(body, command_line)
     if "," in first or (command_line and "--format=csv" in command_line):
         return _parse_csv(body, command_line)
     n, line = body[0]
@@ -126,6 +132,7 @@ def _parse_query(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
     roots = _indent_tree.build(entries)
     header = {r.key: r.value for r in roots if r.indent == 0 and r.value is not None}
     gpus: list[NvidiaGpu] = []
+    processes: list[GpuProcess] = []
     for root in roots:
         gm = _Q_GPU.match(root.key)
         if root.indent != 0 or gm is None:
@@ -133,7 +140,9 @@ def _parse_query(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
                 raise ParseError(TOOL, f"unexpected top-level line {root.key!r}", line_no=root.line_no,
                                  line=root.line, expected="'GPU <bus id>' or a 'Key : value' header")
             continue
-        gpus.append(_gpu_from_query(len(gpus), gm.group("bus"), root))
+        gpu = _gpu_from_query(len(gpus), gm.group("bus"), root)
+        gpus.append(gpu)
+        processes += _processes_from_query(gpu, root.child("Processes"))
     attached = _int(header.get("Attached GPUs"))
     if "Driver Version" not in header and not gpus:
         raise ParseError(TOOL, "NVSMI log without a driver version or GPU blocks",
@@ -141,7 +150,29 @@ def _parse_query(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
     return NvidiaSmiRecord(view="query", command_line=command_line,
                            driver_version=_na(header.get("Driver Version")),
                            cuda_version=_na(header.get("CUDA Version")), attached_gpus=attached,
-                           gpus=tuple(gpus), truncated=attached is not None and attached != len(gpus))
+                           gpus=tuple(gpus), truncated=attached is not None and attached != len(gpus),
+                           processes=tuple(processes))
+
+
+def _processes_from_query(gpu: NvidiaGpu, section: _indent_tree.Node | None) -> list[GpuProcess]:
+    """'Processes : None', or one 'Process ID : N' entry per process with Name / Used GPU Memory
+    under it (drivers 4xx put them beside it at the same depth: both are read)."""
+    if section is None or section.value not in (None, ""):
+        return []
+    out: list[GpuProcess] = []
+    for node in section.children:
+        if node.key != "Process ID":
+            continue
+        pid = _int(node.value)
+        if pid is None:
+            raise ParseError(TOOL, f"process id {node.value!r} is not a number", line_no=node.line_no,
+                             line=node.line, expected="'Process ID : <pid>'")
+        siblings = section.children[section.children.index(node) + 1:]
+        nearby = {n.key: n.value for n in siblings[:4] if n.key in ("Name", "Used GPU Memory", "Type")}
+        fields = {**nearby, **{n.key: n.value for n in node.children}}
+        out.append(GpuProcess(pid=pid, name=_na(fields.get("Name")), gpu=gpu.minor_number, bus_id=gpu.bus_id,
+                              vram_mib=_number(_na(fields.get("Used GPU Memory")))))
+    return out
 
 
 def _gpu_from_query(index: int, bus: str, root: _indent_tree.Node) -> NvidiaGpu:
@@ -182,6 +213,9 @@ _T_TITLE = re.compile(r"NVIDIA-SMI (?P<smi>\S+)\s+Driver Version: (?P<driver>\S+
                       r"CUDA Version: (?P<cuda>\S+)")
 _T_ROW1 = re.compile(r"^\|\s*(?P<idx>\d+)\s+(?P<name>.+?)\s+(?P<persist>On|Off)\s*\|"
                      r"\s*(?P<bus>[0-9A-Fa-f:.]+)\s+(?P<disp>\S+)\s*\|\s*(?P<ecc>\S+)\s*\|$")
+# "|    0   N/A  N/A      487      C   python3      1002MiB |" (GI/CI columns since driver 450)
+_T_PROCESS = re.compile(r"^\|\s*(?P<gpu>\d+)\s+(?:(?:N/A|\d+)\s+(?:N/A|\d+)\s+)?(?P<pid>\d+)\s+"
+                        r"(?P<type>C\+G|M\+C|C|G|M)\s+(?P<name>.+?)\s+(?P<mem>N/A|\d+MiB)\s*\|$")
 _T_ROW2 = re.compile(r"^\|\s*(?P<fan>N/A|\d+%)\s+(?P<temp>N/A|\d+C)\s+(?P<perf>P\d+|N/A)\s+"
                      r"(?P<draw>N/A|\d+W)\s*/\s*(?P<cap>N/A|\d+W)\s*\|\s*(?P<used>\d+)MiB\s*/\s*(?P<total>\d+)MiB\s*\|"
                      r"\s*(?P<util>N/A|\d+%)\s+(?P<mode>.+?)\s*\|$")
@@ -190,6 +224,7 @@ _T_ROW2 = re.compile(r"^\|\s*(?P<fan>N/A|\d+%)\s+(?P<temp>N/A|\d+C)\s+(?P<perf>P
 def _parse_table(body: list[tuple[int, str]], command_line: str | None) -> NvidiaSmiRecord:
     driver = cuda = None
     gpus: list[NvidiaGpu] = []
+    processes: list[GpuProcess] = []
     pending: re.Match[str] | None = None
     in_processes = False
     for n, line in body:
@@ -211,6 +246,12 @@ def _parse_table(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
             in_processes = True
             continue
         if in_processes:
+            if (m := _T_PROCESS.match(stripped)) is not None:
+                processes.append(GpuProcess(pid=int(m.group("pid")), name=m.group("name"), gpu=int(m.group("gpu")),
+                                            vram_mib=_number(_na(m.group("mem")))))
+            elif "No running processes found" not in inner and not re.search(r"\bPID\b|ID\s+ID|Usage", inner):
+                raise ParseError(TOOL, "unrecognised process row", line_no=n, line=line,
+                                 expected="'| <gpu> [<gi> <ci>] <pid> <type> <name> <memory>MiB |'")
             continue
         if any(label in inner for label in ("Persistence-M", "Memory-Usage", "MIG M.")):
             continue  # column headings
@@ -241,7 +282,8 @@ def _parse_table(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
         raise ParseError(TOOL, "table without its 'NVIDIA-SMI ... Driver Version ...' title",
                          expected="the title row of the nvidia-smi table")
     return NvidiaSmiRecord(view="table", command_line=command_line, driver_version=driver, cuda_version=cuda,
-                           attached_gpus=None, gpus=tuple(gpus), truncated=pending is not None)
+                           attached_gpus=None, gpus=tuple(gpus), truncated=pending is not None,
+                           processes=tuple(processes))
 
 
 # --- --query-gpu CSV -------------------------------------------------------------------------
@@ -311,3 +353,50 @@ def _parse_csv(body: list[tuple[int, str]], command_line: str | None) -> NvidiaS
                          expected="one row per GPU")
     return NvidiaSmiRecord(view="csv", command_line=command_line, driver_version=None, cuda_version=None,
                            attached_gpus=None, gpus=tuple(gpus), truncated=truncated)
+
+
+# --- --query-compute-apps CSV ----------------------------------------------------------------
+
+_APP_FIELDS = {"pid": "pid", "process_name": "name", "name": "name", "used_memory": "vram_mib",
+               "used_gpu_memory": "vram_mib", "gpu_bus_id": "bus_id", "gpu_uuid": "gpu_uuid"}
+
+
+def _parse_apps_csv(body: list[tuple[int, str]], command_line: str | None) -> NvidiaSmiRecord:
+    """One row per process; a header with no rows is an idle GPU, not an error."""
+    query = re.search(r"--query-compute-apps[= ](\S+)", command_line or "")
+    first = body[0][1]
+    has_header = first.strip().startswith("pid")
+    if has_header:
+        columns = [re.sub(r"\s*\[.*\]$", "", c.strip()) for c in first.split(",")]
+        rows = body[1:]
+    elif query:
+        columns = query.group(1).split(",")
+        rows = body
+    else:
+        raise ParseError(TOOL, "compute-apps CSV without a header row and without the command line",
+                         line_no=body[0][0], line=first,
+                         expected="a header row, or '$ nvidia-smi --query-compute-apps=...' as line 1")
+    if "pid" not in columns:
+        raise ParseError(TOOL, "compute-apps CSV without a pid column", line_no=body[0][0], line=first,
+                         expected="--query-compute-apps=pid,...")
+    processes: list[GpuProcess] = []
+    truncated = False
+    for n, line in rows:
+        if not line.strip() or line.strip().startswith("No running"):
+            continue
+        if line.strip() in _MARKERS:
+            truncated = True
+            continue
+        cells = [c.strip() for c in next(csv.reader([line], skipinitialspace=True))]
+        if len(cells) != len(columns):
+            raise ParseError(TOOL, f"CSV row has {len(cells)} values for {len(columns)} columns",
+                             line_no=n, line=line, expected=f"{len(columns)} comma-separated values")
+        row = {_APP_FIELDS.get(c, c): v for c, v in zip(columns, cells, strict=True)}
+        pid = _int(row["pid"])
+        if pid is None:
+            raise ParseError(TOOL, f"pid {row['pid']!r} is not a number", line_no=n, line=line,
+                             expected="a process id in the pid column")
+        processes.append(GpuProcess(pid=pid, name=_na(row.get("name")), bus_id=_na(row.get("bus_id")),
+                                    vram_mib=_number(_na(row.get("vram_mib")))))
+    return NvidiaSmiRecord(view="apps", command_line=command_line, driver_version=None, cuda_version=None,
+                           attached_gpus=None, gpus=(), truncated=truncated, processes=tuple(processes))
