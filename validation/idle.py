@@ -135,7 +135,7 @@ def _allowed(verdict: Verdict) -> str:
     if target is None or target.threshold is None:
         return "no limit"
     if target.direction == "equal":
-        return f"{target.threshold}"
+        return "none" if target.threshold == 0 else f"{target.threshold}"
     return f"at most {target.threshold:g} {target.unit}"
 
 

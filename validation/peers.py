@@ -59,8 +59,15 @@ _FAMILY_BY_UNIT = {
 }
 
 
+# Tail statistics move with one slow sample in a hundred; peers are compared on central values only.
+_TAIL = ("_p99", "_p999", "_max_")
+
+
 def family_of(entry: Mapping[str, Any]) -> Family | None:
     """The family of a measurement, by its unit and direction; None = not judged against peers."""
+    metric = str(entry.get("metric", ""))
+    if any(t in metric for t in _TAIL):
+        return None
     family = _FAMILY_BY_UNIT.get(str(entry.get("unit", "")))
     if family is None:
         return None

@@ -39,8 +39,12 @@ def _ownership(host: Any, spec: dict, reading: gpu_activity.ActivityReading) -> 
     return idle.Ownership(pids=mine, ignored_names=ignored, context_unlisted=holds_context and not listed & mine)
 
 
+SETTLE_S = {idle.BEFORE: 0.0, idle.AFTER: 2.0}    # let this run's own last kernels leave the utilization window
+
+
 def _look(host: Any, spec: dict, targets: Any, record: Any, phase: str) -> tuple[list[Verdict], Any]:
-    reading = gpu_activity.read_activity(gpu_activity.host_run(host), gpu_activity.host_which(host))
+    reading = gpu_activity.read_activity(gpu_activity.host_run(host), gpu_activity.host_which(host),
+                                         settle_s=SETTLE_S[phase])
     expect(reading.gpus, "RF-GPU-ACTIVITY-UNKNOWN",
            f"cannot tell whether the GPUs are idle {phase}: " + ("; ".join(reading.errors) or "no GPU reported"))
     verdicts = idle.judge_activity(reading.gpus, targets, _ownership(host, spec, reading), phase=phase)

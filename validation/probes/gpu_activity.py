@@ -59,8 +59,13 @@ class ActivityReading:
 
 
 def read_activity(run: Run, which: Callable[[str], Any], *, samples: int = 3, interval_s: float = 0.5,
-                  timeout_s: float = 30.0) -> ActivityReading:
-    """Sample utilization `samples` times `interval_s` apart, then list the processes."""
+                  settle_s: float = 0.0, timeout_s: float = 30.0) -> ActivityReading:
+    """Sample utilization `samples` times `interval_s` apart (after `settle_s`), then list the processes.
+
+    Utilization is the driver's average over its last sampling period (up to a second on NVIDIA), so
+    a reading taken right after this run's own last kernel would still show it: the post-flight
+    settles first."""
+    time.sleep(settle_s)
     source: Any = telemetry.detect_source(which=which, run=run, activity=True)
     if isinstance(source, telemetry.NvidiaSmiSource):
         source = NvidiaActivity(run)
