@@ -2,7 +2,8 @@
 # Issue 14 on the lent GPU, from the repository root: does the quick tier fail a busy GPU, and not a
 # healthy one? Writes everything under $OUT (one tarball, since at most 8 files come back).
 #   bash bench/h200_busy_gpu.sh idle N FIRST      N idle quick-tier runs, node names h200-idle-FIRST...
-#   bash bench/h200_busy_gpu.sh busy RUNS_TGZ...  unpack earlier idle runs, then:
+#   bash bench/h200_busy_gpu.sh busy RUNS_TGZ...  unpack earlier idle runs, add idle runs up to IDLE_TOTAL
+#                                                 (default 8), then:
 #       (d) the idle runs judged as one batch (rocm-fleet report): no batch verdict may fail;
 #       a site baseline from them (rocm-fleet baseline create --gpu-checks-only);
 #       (b) the quick tier while a second process runs bf16 matmuls on the GPU: the pre-flight fails;
@@ -56,6 +57,8 @@ case ${1:-} in
   busy)
     shift
     for tgz in "$@"; do tar -C "$work" -xzf "$tgz" runs; done
+    have=$(ls -d "$work"/runs/h200-idle-*/ 2>/dev/null | wc -l)
+    for i in $(seq $((have + 1)) "${IDLE_TOTAL:-8}"); do quick "h200-idle-$i"; done
     dirs=$(ls -d "$work"/runs/h200-idle-*/ | tr '\n' ' ')
     echo "== (d) $(echo $dirs | wc -w) idle runs as one batch"
     mkdir -p "$work/batch"; for d in $dirs; do cp "$d"/h200-idle-*.json "$work/batch/"; done
