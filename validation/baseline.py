@@ -5,12 +5,14 @@ into `validation_target_overrides` entries for one node's profile. Pure: documen
 out (validation/commands/baseline.py reads and writes the files).
 
 A metric's floor is a low quantile of the accepted values (a high one for latencies) with a
-margin: value = p05, tolerance = margin, so the pass line is p05 × (1 − margin). The margin
-defaults to 5 %, SuperBench's threshold for "below baseline" (validation/peers.py has the
-reference). A published target stays in force where it is stricter: a baseline can raise the
-bar for a site, never lower the vendor's. Each entry's source names the baseline, its node
-count, dates and software, and a node running other ROCm / driver / firmware versions than the
-baseline was made on has that named in every verdict judged against it.
+margin: value = p05, tolerance = margin, so the pass line is p05 × (1 − margin). The margin is
+at least 5 %, SuperBench's threshold for "below baseline", and widens to the metric's own scatter
+across the accepted nodes and the probe's measured spread, exactly as validation/peers.py allows a
+gap between peers: a metric that varies 30 % between healthy runs (eager-mode ResNet-50 at batch
+32 on the H200) cannot fail a healthy node at 5 %. A published target stays in force where it is
+stricter: a baseline can raise the bar for a site, never lower the vendor's. Each entry's source
+names the baseline, its node count, dates and software, and a node running other ROCm / driver /
+firmware versions than the baseline was made on has that named in every verdict judged against it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 import yaml
 
 from validation.errors import RocmFleetError
-from validation.peers import MIN_PEERS, family_of, sku_of, usable
+from validation.peers import MIN_PEERS, Member, allowed_gap, family_of, sku_of, usable
 from validation.records import FAILING
 from validation.targets.model import HIGHER_IS_BETTER, LOWER_IS_BETTER, TargetProfile
 
@@ -87,8 +89,11 @@ def make_baseline(docs: Sequence[Mapping[str, Any]], *, quantile: float = DEFAUL
             if family is None or not usable(e):
                 continue
             slot = values.setdefault(str(e["metric"]), {"unit": e.get("unit"), "higher": bool(
-                e.get("higher_is_better", True)), "values": [], "nodes": set()})
-            slot["values"].append(float(e["value"]))
+                e.get("higher_is_better", True)), "family": family, "members": [], "nodes": set()})
+            spread = e.get("spread_pct")
+            slot["members"].append(Member(node=str(doc["host"]), subject=str(e.get("subject", "node")),
+                                          value=float(e["value"]), clean=True,
+                                          spread_pct=float(spread) if isinstance(spread, (int, float)) else None))
             slot["nodes"].add(str(doc["host"]))
     metrics: dict[str, Any] = {}
     skipped: dict[str, str] = {}
@@ -98,14 +103,16 @@ def make_baseline(docs: Sequence[Mapping[str, Any]], *, quantile: float = DEFAUL
         if len(slot["nodes"]) < min_nodes:
             skipped[metric] = f"measured on {len(slot['nodes'])} accepted node(s), fewer than {min_nodes}"
             continue
-        vals = sorted(slot["values"])
+        vals = sorted(m.value for m in slot["members"])
         cut = _quantile(vals, quantile if slot["higher"] else 1 - quantile)
         which = f"{round((quantile if slot['higher'] else 1 - quantile) * 100):g}th percentile"
+        gap = allowed_gap(slot["members"], slot["family"], floor=margin)
+        why = "" if gap.allowed == margin else f" ({gap.why.replace(f'the floor {margin:.1%} set for this run', '')})"
         metrics[metric] = {
             "value": round(cut, 6), "unit": slot["unit"],
             "direction": HIGHER_IS_BETTER if slot["higher"] else LOWER_IS_BETTER,
-            "tolerance": margin, "record_only": False,
-            "source": f"{label}: {which} of {len(vals)} values, margin {margin:.0%}",
+            "tolerance": round(gap.allowed, 4), "record_only": False,
+            "source": f"{label}: {which} of {len(vals)} values, margin {gap.allowed:.1%}{why}",
             "median": round(statistics.median(vals), 6), "values": len(vals), "nodes": len(slot["nodes"]),
         }
     if not metrics:
@@ -152,8 +159,9 @@ def _fact(doc: Mapping[str, Any], key: str) -> str:
 
 
 def _software_text(software: Mapping[str, Sequence[str]]) -> str:
-    parts = [f"{k.replace('_version', '').replace('_', ' ')} {', '.join(v)}" for k, v in software.items()
-             if k != "gpu_firmware"]
+    names = {"rocm_version": "ROCm", "amdgpu_driver_version": "amdgpu", "nvidia_driver": "NVIDIA driver",
+             "rocm_fleet_version": "rocm-fleet"}
+    parts = [f"{names.get(k, k)} {', '.join(v)}" for k, v in software.items() if k != "gpu_firmware"]
     return "; ".join(parts) or "software versions not recorded"
 
 

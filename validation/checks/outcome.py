@@ -6,6 +6,9 @@ raised CheckFailure into the node's results, the JUnit XML and the HTML report.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 # Codes for configuration and software checks (performance and device codes live in
 # validation.judge.CODES). Each maps to the remediation hint shown next to the failure.
 CHECK_CODES: dict[str, str] = {
@@ -52,3 +55,16 @@ def expect(condition: object, code: str, message: str, hint: str | None = None) 
     __tracebackhide__ = True
     if not condition:
         raise CheckFailure(code, message, hint)
+
+
+def fail_on_verdicts(verdicts: Iterable[Any], *, shown: int = 8) -> None:
+    """Fail the current check with every failing verdict (FAIL, TIMEOUT, ERROR) among `verdicts`,
+    under the first one's code and hint; None entries (nothing judged) are passed over."""
+    __tracebackhide__ = True
+    from validation.records import FAILING
+
+    bad = [v for v in verdicts if v is not None and v.status in FAILING]
+    if bad:
+        more = f"; and {len(bad) - shown} more" if len(bad) > shown else ""
+        raise CheckFailure(bad[0].code or "RF-NOT-REPORTED", "; ".join(v.reason for v in bad[:shown]) + more,
+                           bad[0].hint or None)

@@ -20,10 +20,10 @@ import pytest
 
 from validation import idle
 from validation.checks.measuring import NodeMeasuring
-from validation.checks.outcome import CheckFailure, expect
+from validation.checks.outcome import CheckFailure, expect, fail_on_verdicts
 from validation.judge import Verdict
 from validation.probes import gpu_activity
-from validation.records import FAILING, Status
+from validation.records import Status
 
 pytestmark = [pytest.mark.quick, pytest.mark.gpu]
 
@@ -64,10 +64,7 @@ def _look(host: Any, spec: dict, targets: Any, record: Any, phase: str) -> tuple
 
 
 def _fail(verdicts: list[Verdict], reading: Any) -> None:
-    bad = [v for v in verdicts if v.status in FAILING]
-    if bad:
-        raise CheckFailure(bad[0].code or "RF-NOT-REPORTED", "; ".join(v.reason for v in bad[:8])
-                           + (f"; and {len(bad) - 8} more" if len(bad) > 8 else ""), bad[0].hint)
+    fail_on_verdicts(verdicts)
     expect(not reading.errors, "RF-GPU-ACTIVITY-UNKNOWN", "the GPUs' activity was read only in part: "
            + "; ".join(reading.errors))
 

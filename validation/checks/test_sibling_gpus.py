@@ -14,7 +14,7 @@ import pytest
 
 from validation import peers
 from validation.checks.measuring import NodeMeasuring
-from validation.checks.outcome import CheckFailure
+from validation.checks.outcome import fail_on_verdicts
 from validation.records import Status
 
 pytestmark = [pytest.mark.quick, pytest.mark.gpu]
@@ -24,10 +24,7 @@ def test_every_gpu_and_link_keeps_up_with_its_siblings(measuring_state: NodeMeas
     verdicts = peers.judge_siblings(measuring_state.node, measuring_state.measurements)
     if not verdicts:
         pytest.skip("no per-GPU or per-link throughput or latency was measured in this run")
-    bad = [v for v in verdicts if v.status is Status.FAIL]
-    if bad:
-        raise CheckFailure(peers.SIBLING, "; ".join(v.reason for v in bad[:8])
-                           + (f"; and {len(bad) - 8} more" if len(bad) > 8 else ""))
+    fail_on_verdicts(verdicts)
     judged = [v for v in verdicts if v.status is Status.PASS]
     if not judged:
         pytest.skip(verdicts[0].reason + f" (and {len(verdicts) - 1} more metrics alike)"
