@@ -17,10 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 
-from derived_results import eight_gpu_node, idle_runs, scaled  # noqa: E402
+from derived_results import eight_gpu_node, idle_runs, scaled
 
-from validation import peers  # noqa: E402
-from validation.records import Status  # noqa: E402
+from validation import peers
+from validation.records import Status
 
 STEP = 0.005
 

@@ -74,9 +74,12 @@ def measurements(nodes: Iterable[Mapping[str, Any]]) -> dict[str, list[tuple[Mem
     return by_metric
 
 
-def summarize(nodes: Sequence[Mapping[str, Any]], *, floor: float | None = None) -> list[MetricSummary]:
-    """One summary per SKU and metric; outliers are the batch verdicts' failures."""
-    verdicts = peers.judge_batch(nodes, floor=floor)
+def summarize(nodes: Sequence[Mapping[str, Any]], *, floor: float | None = None,
+              verdicts: Sequence[peers.PeerVerdict] | None = None) -> list[MetricSummary]:
+    """One summary per SKU and metric; outliers are the batch verdicts' failures (`verdicts`, when
+    the caller already has them from peers.judge_batch)."""
+    if verdicts is None:
+        verdicts = peers.judge_batch(nodes, floor=floor)
     failures: dict[str, list[peers.PeerVerdict]] = defaultdict(list)
     judged: dict[str, str] = {}
     for v in verdicts:
@@ -103,11 +106,12 @@ def summarize(nodes: Sequence[Mapping[str, Any]], *, floor: float | None = None)
     return out
 
 
-def with_batch_checks(nodes: Sequence[Mapping[str, Any]], *, floor: float | None = None) -> list[dict[str, Any]]:
+def with_batch_checks(nodes: Sequence[Mapping[str, Any]], *, floor: float | None = None,
+                      verdicts: Sequence[peers.PeerVerdict] | None = None) -> list[dict[str, Any]]:
     """Copies of the node documents with one more check each, `batch_peers`: FAIL (RF-BATCH-GAP)
     naming every GPU or link of the node that the batch left behind, PASS when all kept up, SKIP
     with the reason when the batch was too small to judge."""
-    per_node = peers.by_node(peers.judge_batch(nodes, floor=floor))
+    per_node = peers.by_node(verdicts if verdicts is not None else peers.judge_batch(nodes, floor=floor))
     out = []
     for doc in nodes:
         copy = dict(doc)

@@ -4,7 +4,7 @@ the same SKU. Pure: measurement entries in (the dicts validation/checks/results.
 A member (one GPU, or one link, of one node) fails when it is worse than the median of its peers
 by more than the allowed gap, where
 
-    allowed gap = max(family floor, 3.5 × 1.4826 × MAD / median, median spread of the probe)
+    allowed gap = max(family floor, z × 1.4826 × MAD / median, median spread of the probe)
 
 - the family floor: 5 % for throughput and bandwidth, 10 % for latency. Basis: SuperBench's
   published rule set flags a GEMM, memory-bandwidth, GPU-copy, NCCL or model-throughput result
@@ -13,7 +13,10 @@ by more than the allowed gap, where
 - the robust spread of the peers: a modified z-score above 3.5 marks an outlier (Iglewicz and
   Hoaglin; NIST/SEMATECH e-Handbook of Statistical Methods, section 1.3.5.17,
   https://www.itl.nist.gov/div898/handbook/eda/section3/eda35h.htm), so peers that scatter widely
-  widen the gap instead of failing their slowest member;
+  widen the gap instead of failing their slowest member. In a large population (a batch of
+  thousands of GPUs) z grows so that, were the scatter normal noise, the chance of any false alarm
+  among the N members stays at 5 % (Bonferroni: z = the normal quantile of 1 − 0.05/N, never
+  below 3.5);
 - the probe's own measured spread ((max - min) / median of its repeats, recorded as spread_pct):
   a difference smaller than the noise of one measurement is not evidence.
 
@@ -36,6 +39,7 @@ from validation.records import Status
 
 MIN_PEERS = 4
 Z_LIMIT = 3.5
+FAMILY_ALPHA = 0.05       # chance of any false alarm in a population, were its scatter normal noise
 MAD_TO_SIGMA = 1.4826
 SIBLING, BATCH = "RF-SIBLING-GAP", "RF-BATCH-GAP"
 
@@ -122,7 +126,8 @@ def allowed_gap(members: Sequence[Member], family: Family, floor: float | None =
     values = [m.value for m in members if m.clean]
     med = statistics.median(values)
     mad = statistics.median(abs(v - med) for v in values)
-    robust = Z_LIMIT * MAD_TO_SIGMA * mad / abs(med) if med else 0.0
+    z = max(Z_LIMIT, statistics.NormalDist().inv_cdf(1 - FAMILY_ALPHA / len(values)))
+    robust = z * MAD_TO_SIGMA * mad / abs(med) if med else 0.0
     spreads = [m.spread_pct for m in members if m.clean and m.spread_pct is not None]
     noise = statistics.median(spreads) / 100 if spreads else 0.0
     base = family.floor if floor is None else floor
@@ -130,7 +135,7 @@ def allowed_gap(members: Sequence[Member], family: Family, floor: float | None =
     if allowed == base:
         why = f"the {family.name} floor {base:.0%}" if floor is None else f"the floor {base:.1%} set for this run"
     elif allowed == robust:
-        why = f"the peers' own scatter (3.5 robust sigmas = {robust:.1%})"
+        why = f"the peers' own scatter ({z:.1f} robust sigmas = {robust:.1%})"
     else:
         why = f"the probe's measured spread ({noise:.1%})"
     return Spread(median=med, allowed=allowed, why=why)

@@ -105,3 +105,21 @@ def test_the_allowed_gap_names_its_basis() -> None:
     assert spread.median == 100.0 and spread.allowed == pytest.approx(0.05) and "throughput floor 5%" in spread.why
     noisy = [peers.Member(node="n", subject=f"gpu{i}", value=100.0, spread_pct=12.0, clean=True) for i in range(4)]
     assert peers.allowed_gap(noisy, peers.THROUGHPUT).allowed == pytest.approx(0.12)
+
+
+def test_acceptance_rejects_the_node_the_batch_left_behind(runs: list[dict], tmp_path, capsys) -> None:
+    """The eight runs' host-configuration failures (an unprovisioned machine) are dropped from the
+    documents here, so that the verdict turns on the numbers alone."""
+    import json
+
+    from validation.cli import main
+
+    batch = [*runs[:7], renamed(scaled(runs[7], "gpu0", 0.5), "h200-slow")]
+    for doc in batch:
+        doc["checks"] = [c for c in doc["checks"] if c["needs_gpu"]]
+        (tmp_path / f"{doc['host']}.json").write_text(json.dumps(doc))
+    assert main(["acceptance", str(tmp_path)]) == 1
+    lines = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines() if line.startswith("h200"))
+    assert lines["h200-slow"].strip() == "REJECT" and {v.strip() for k, v in lines.items() if k != "h200-slow"} == {
+        "ACCEPT"}
+    assert "RF-BATCH-GAP" in (tmp_path / "acceptance-h200-slow.md").read_text()

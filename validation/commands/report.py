@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from validation import fleet
+from validation import fleet, peers
 from validation.commands import _push
 from validation.errors import RocmFleetError
 from validation.records import to_jsonable
@@ -36,8 +36,9 @@ def run(args: argparse.Namespace) -> int:
         raise RocmFleetError(f"no per-node results in {args.results}; point at a directory written by "
                              "`rocm-fleet validate` or playbooks/validate.yml")
     floor = None if args.outlier_pct is None else args.outlier_pct / 100
-    summaries = fleet.summarize(nodes, floor=floor)
-    nodes = fleet.with_batch_checks(nodes, floor=floor)
+    verdicts = peers.judge_batch(nodes, floor=floor)
+    summaries = fleet.summarize(nodes, verdicts=verdicts)
+    nodes = fleet.with_batch_checks(nodes, verdicts=verdicts)
     out = args.out or args.results
     out.mkdir(parents=True, exist_ok=True)
     (out / "fleet.md").write_text(fleet_text.markdown(nodes, summaries))
