@@ -90,3 +90,4 @@ def test_allow_busy_measures_anyway_and_says_so(tmp_path: Path) -> None:
     assert doc["provenance"]["allow_busy"] is True
     portable = [c for c in doc["checks"] if c["id"].startswith("test_portable_probes.py")]
     assert portable and not any("not measured" in (c["message"] or "") for c in portable)
+

@@ -146,8 +146,9 @@ def spec(host: Any, request: pytest.FixtureRequest) -> Spec:
         return Spec({**role_defaults(), **load_spec_file(Path(spec_file), name)})
     if host.backend.NAME == "ansible":
         return Spec({**role_defaults(), **host.ansible.get_variables()})
-    pytest.fail(f"no spec for {name}: pass --rf-spec FILE (written by playbooks/validate.yml) "
-                "or run from the controller with --hosts=ansible://GROUP")
+    pytest.fail(f"no spec for {name}: give the node's declared state with `rocm-fleet validate --spec FILE` "
+                "(pytest: --rf-spec FILE; playbooks/validate.yml writes it to /etc/rocm-fleet/spec.yml), or run "
+                "from the controller with --hosts=ansible://GROUP")
 
 
 _RESULTS = pytest.StashKey[dict[str, NodeResults]]()

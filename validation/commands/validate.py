@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from validation.errors import RocmFleetError
 from validation.report import load_run, render_html, render_terminal
 
 TIER_EXPR = {"smoke": "smoke", "quick": "smoke or quick", "acceptance": "smoke or quick or acceptance"}
@@ -68,7 +69,21 @@ def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
     return argv
 
 
+def check_inputs(args: argparse.Namespace) -> None:
+    """Refuse, before anything runs, what cannot give a verdict (exit 2 through the CLI)."""
+    if not args.hosts.startswith("ansible://") and args.spec is None:
+        raise RocmFleetError(f"validating {args.hosts} needs the node's declared state: pass --spec FILE (the file "
+                             "playbooks/validate.yml writes to /etc/rocm-fleet/spec.yml on each node, or one written "
+                             "from the inventory), or validate from the controller with --hosts ansible://GROUP")
+    for what, path in (("--spec", args.spec), ("--baseline", args.baseline)):
+        if path is not None and not path.is_file():
+            raise RocmFleetError(f"{what} {path}: no such file")
+    if args.hosts.startswith("ansible://") and args.inventory is not None and not args.inventory.exists():
+        raise RocmFleetError(f"--inventory {args.inventory}: no such file or directory")
+
+
 def run(args: argparse.Namespace) -> int:
+    check_inputs(args)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     results = (args.results or Path("results") / stamp).resolve()
     results.mkdir(parents=True, exist_ok=True)
