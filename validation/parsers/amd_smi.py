@@ -80,6 +80,9 @@ class Gpu:
     memory_partition: str | None = None
     pcie_width_max: int | None = None
     pcie_speed_max_gt_s: float | None = None
+    gfx_target: str | None = None  # ASIC TARGET_GRAPHICS_VERSION (7.x), "gfx942"
+    asic_serial: str | None = None
+    product_serial: str | None = None  # BOARD PRODUCT_SERIAL
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -269,10 +272,25 @@ def _parse_tree(body: list[tuple[int, str]], command_line: str | None) -> AmdSmi
         processes += _processes_from_tree(int(top.group(2)), root)
     if not gpus and not cpu_count:
         raise ParseError(TOOL, "no 'GPU: N' entries found", expected="at least one 'GPU: N' block")
+    gpu_roots = [r for r in roots if r.key == "GPU"]
+    if len(gpu_roots) > 1 and _paths(gpu_roots[-1]) < _paths(gpu_roots[0]):
+        truncated = True  # the text stops inside the last GPU: it lacks lines every earlier GPU has
     return AmdSmiRecord(command=_command_from_sections(sections), output_format="text",
                         command_line=command_line, tool_version=None, rocm_version=None,
                         driver_version=None, gpus=tuple(gpus), links=(), xgmi=(),
                         cpu_count=cpu_count, truncated=truncated, processes=tuple(processes))
+
+
+def _paths(node: _indent_tree.Node, prefix: str = "") -> set[str]:
+    """Every key path below a node ('ASIC/MARKET_NAME'); process blocks (one per process) excluded."""
+    out: set[str] = set()
+    for child in node.children:
+        if child.key == "PROCESS_INFO":
+            continue
+        path = f"{prefix}{child.key}"
+        out.add(path)
+        out |= _paths(child, path + "/")
+    return out
 
 
 def _processes_from_tree(index: int, root: _indent_tree.Node) -> list[GpuProcess]:
@@ -369,6 +387,9 @@ def _gpu_from_tree(index: int, root: _indent_tree.Node) -> Gpu:
         memory_partition=_text_or_none(root.get("PARTITION", "MEMORY_PARTITION")),
         pcie_width_max=integer("BUS", "MAX_PCIE_WIDTH"),
         pcie_speed_max_gt_s=_number(speed) if speed else None,
+        gfx_target=_text_or_none(root.get("ASIC", "TARGET_GRAPHICS_VERSION")),
+        asic_serial=_text_or_none(root.get("ASIC", "ASIC_SERIAL")),
+        product_serial=_text_or_none(root.get("BOARD", "PRODUCT_SERIAL")),
     )
 
 
@@ -737,15 +758,15 @@ def _parse_box(body: list[tuple[int, str]], command_line: str | None) -> AmdSmiR
             compute_partition=_text_or_none(compute) if memory else None,
             memory_partition=_text_or_none(memory) if memory else None,
         ))
-    if pending is not None:
-        raise ParseError(TOOL, "GPU row without its second row", line_no=pending[0], line=pending[1],
-                         expected="two rows per GPU")
     if tool is None:
         raise ParseError(TOOL, "boxed view without its 'AMD-SMI <version>' title",
                          expected="'| AMD-SMI x.y amdgpu version: ... ROCm version: ... |'")
+    # every box ends with a '+---+' border: a view that stops on a row (or between a GPU's two rows)
+    # was cut short
+    truncated = pending is not None or not closed
     return AmdSmiRecord(command="default", output_format="text", command_line=command_line,
                         tool_version=tool, rocm_version=_text_or_none(rocm), driver_version=driver,
-                        gpus=tuple(gpus), links=(), xgmi=(), cpu_count=0, truncated=False,
+                        gpus=tuple(gpus), links=(), xgmi=(), cpu_count=0, truncated=truncated,
                         processes=tuple(processes))
 
 
@@ -856,20 +877,38 @@ def _gpu_from_json(index: int, entry: dict[str, Any]) -> Gpu:
     total = _get(entry, "vram", "size")
     if total is None:
         total = _get(entry, "mem_usage", "total_vram")
+    # static --json: 6.x "limit": {"power": ...} or 7.x {"socket_power": {value, unit}, "max_power": ...}
+    cap = _get(entry, "limit", "socket_power")
+    if cap is None:
+        cap = _get(entry, "limit", "power")
     return Gpu(
         index=index,
         bdf=_text_or_none(entry.get("bdf") or _get(entry, "bus", "bdf")),
         uuid=_text_or_none(entry.get("uuid")),
         market_name=_text_or_none(_get(entry, "asic", "market_name")),
         device_id=_hex(_text_or_none(_get(entry, "asic", "device_id"))),
+        oam_id=_int(_get(entry, "asic", "oam_id")),
+        vram_type=_text_or_none(_get(entry, "vram", "type")),
         vram_total_mib=_int(total),
         vram_used_mib=_int(_get(entry, "mem_usage", "used_vram")),
         firmware=firmware,
         power_w=_number(_get(entry, "power", "socket_power")),
+        power_cap_w=_number(cap),
         temperature_hotspot_c=_number(_get(entry, "temperature", "hotspot")),
+        temperature_edge_c=_number(_get(entry, "temperature", "edge")),
+        temperature_memory_c=_number(_get(entry, "temperature", "mem")),
         gfx_util_pct=_number(_get(entry, "usage", "gfx_activity")),
+        mem_util_pct=_number(_get(entry, "usage", "umc_activity")),
         ecc_correctable=_int(_get(entry, "ecc", "total_correctable_count")),
         ecc_uncorrectable=_int(_get(entry, "ecc", "total_uncorrectable_count")),
+        ecc_deferred=_int(_get(entry, "ecc", "total_deferred_count")),
+        compute_partition=_text_or_none(_get(entry, "partition", "compute_partition")),
+        memory_partition=_text_or_none(_get(entry, "partition", "memory_partition")),
+        pcie_width_max=_int(_get(entry, "bus", "max_pcie_width")),
+        pcie_speed_max_gt_s=_number(_get(entry, "bus", "max_pcie_speed")),
+        gfx_target=_text_or_none(_get(entry, "asic", "target_graphics_version")),
+        asic_serial=_text_or_none(_get(entry, "asic", "asic_serial")),
+        product_serial=_text_or_none(_get(entry, "board", "product_serial")),
     )
 
 

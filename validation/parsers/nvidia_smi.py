@@ -55,6 +55,7 @@ class NvidiaGpu:
     ecc_uncorrectable_aggregate: int | None = None
     remapped_rows_uncorrectable: int | None = None
     remapping_failure: bool | None = None
+    pci_device_id: int | None = None  # 0x2330 from "Device Id : 0x233010DE" (device << 16 | vendor 0x10de)
     fields: dict[str, str] = field(default_factory=dict)  # CSV columns as printed
 
 
@@ -82,6 +83,14 @@ def _number(raw: str | None) -> float | None:
 def _int(raw: str | None) -> int | None:
     value = _number(raw)
     return None if value is None else int(value)
+
+
+def _pci_device(raw: str | None) -> int | None:
+    """0x2330 from nvidia-smi's 32-bit 'Device Id' / pci.device_id 0x233010DE (vendor in the low half)."""
+    text = (_na(raw) or "").strip()
+    if not re.fullmatch(r"0x[0-9A-Fa-f]{8}", text):
+        return None
+    return int(text, 16) >> 16
 
 
 def _na(raw: str | None) -> str | None:
@@ -153,10 +162,15 @@ def _parse_query(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
     if "Driver Version" not in header and not gpus:
         raise ParseError(TOOL, "NVSMI log without a driver version or GPU blocks",
                          expected="'Driver Version : ...' and 'GPU <bus id>' blocks")
+    # every GPU block of a full -q log (and of -d ...PIDS) has a 'Processes' section, printed after the
+    # memory, clock and power ones (drivers 535-580 in the fixtures): a block without it was cut
+    display = re.search(r"(?:-d|--display)[= ]?(\S+)", command_line or "")
+    wants_processes = display is None or "PIDS" in display.group(1).upper()
+    cut = wants_processes and any(root.child("Processes") is None for root in roots if _Q_GPU.match(root.key))
     return NvidiaSmiRecord(view="query", command_line=command_line,
                            driver_version=_na(header.get("Driver Version")),
                            cuda_version=_na(header.get("CUDA Version")), attached_gpus=attached,
-                           gpus=tuple(gpus), truncated=attached is not None and attached != len(gpus),
+                           gpus=tuple(gpus), truncated=(attached is not None and attached != len(gpus)) or cut,
                            processes=tuple(processes))
 
 
@@ -210,6 +224,7 @@ def _gpu_from_query(index: int, bus: str, root: _indent_tree.Node) -> NvidiaGpu:
         ecc_uncorrectable_volatile=_int(volatile), ecc_uncorrectable_aggregate=_int(aggregate),
         remapped_rows_uncorrectable=_int(get("Remapped Rows", "Uncorrectable Error")),
         remapping_failure=None if failure is None else failure == "Yes",
+        pci_device_id=_pci_device(get("PCI", "Device Id")),
     )
 
 
@@ -292,8 +307,11 @@ def _parse_table(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
     if driver is None:
         raise ParseError(TOOL, "table without its 'NVIDIA-SMI ... Driver Version ...' title",
                          expected="the title row of the nvidia-smi table")
+    # the table and its Processes box end with a '+---+' border: a view that stops on a row was cut
+    last = next((line.strip() for _, line in reversed(body) if line.strip()), "")
+    closed = last.startswith("+") and set(last) <= {"+", "-", "="}
     return NvidiaSmiRecord(view="table", command_line=command_line, driver_version=driver, cuda_version=cuda,
-                           attached_gpus=None, gpus=tuple(gpus), truncated=pending is not None,
+                           attached_gpus=None, gpus=tuple(gpus), truncated=pending is not None or not closed,
                            processes=tuple(processes))
 
 
@@ -358,6 +376,8 @@ def _parse_csv(body: list[tuple[int, str]], command_line: str | None) -> NvidiaS
                 values[attr] = _na(cell)
         if values.get("index") is None:
             values["index"] = len(gpus)
+        if "pci.device_id" in values["fields"]:  # type: ignore[operator]
+            values["pci_device_id"] = _pci_device(values["fields"]["pci.device_id"])  # type: ignore[index]
         gpus.append(NvidiaGpu(**values))  # type: ignore[arg-type]
     if not gpus:
         raise ParseError(TOOL, "CSV without data rows", line_no=body[-1][0], line=body[-1][1],

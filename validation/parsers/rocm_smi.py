@@ -111,6 +111,7 @@ class RocmSmiRecord:
     links: tuple[TopologyLink, ...]
     sections: tuple[str, ...]
     processes: tuple[GpuProcess, ...] = ()  # --showpids (gpu None: it prints a count) and --showpidgpus
+    truncated: bool = False  # a text view without its closing 'End of ROCm SMI Log' line
 
 
 def _number(raw: str | None) -> float | None:
@@ -182,6 +183,10 @@ _FIELD_MAP: dict[str, tuple[str, Any]] = {
     "performance level": ("perf_level", _none_if_na),
     "compute partition": ("compute_partition", _none_if_na),
     "memory partition": ("memory_partition", _none_if_na),
+    # current clocks: -a/-c text 'sclk clock level: 1: (141Mhz)' (6.x) or '15 (1502Mhz)' (6.0); pre-6.1
+    # --json 'sclk clock speed:': '(300Mhz)' and 'sclk clock level': '0 (300Mhz)'
+    "sclk clock level": ("sclk_mhz", "_clock"), "sclk clock speed:": ("sclk_mhz", "_clock"),
+    "mclk clock level": ("mclk_mhz", "_clock"), "mclk clock speed:": ("mclk_mhz", "_clock"),
 }
 
 
@@ -193,6 +198,13 @@ def _apply_field(gpus: _Gpus, index: int, key: str, value: str, line_no: int | N
         return
     target = _FIELD_MAP.get(lowered)
     if not (target and target[0]):
+        return
+    if target[1] == "_clock":
+        clock = re.search(r"\((\d+(?:\.\d+)?)\s*Mhz\)", value, re.IGNORECASE)
+        if clock is None and _none_if_na(value) is not None:
+            raise ParseError(TOOL, f"cannot read a clock from {key.strip()!r}: {value.strip()!r}", line_no=line_no,
+                             line=line, expected="'<level>: (<n>Mhz)' or '(<n>Mhz)'")
+        gpus.set(index, **{target[0]: float(clock.group(1)) if clock else None})
         return
     converted = target[1](value)
     if converted is None and target[1] is not _none_if_na and _none_if_na(value) is not None:
@@ -290,7 +302,7 @@ def _parse_text(body: list[tuple[int, str]], command_line: str | None) -> RocmSm
     return RocmSmiRecord(view=view, layout=layout, command_line=command_line,
                          driver_initialized=not no_driver, driver_version=driver_version,
                          gpus=gpus.build(), links=tuple(links), sections=tuple(sections),
-                         processes=tuple(processes))
+                         processes=tuple(processes), truncated=bool(sections) and not ended)
 
 
 def _kfd_line(n: int, line: str, stripped: str) -> list[GpuProcess]:
