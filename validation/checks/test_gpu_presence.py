@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from validation.checks.outcome import expect
-from validation.errors import ParseError
+from validation import identity
+from validation.checks.outcome import expect, fail_on_verdicts
+from validation.errors import ParseError, UnknownSkuError
 from validation.parsers import nvidia_smi, rocminfo
 
 pytestmark = [pytest.mark.smoke, pytest.mark.gpu]
@@ -82,7 +83,41 @@ def test_gpus_on_the_pci_bus_are_the_declared_sku(host: Any, spec: dict) -> None
     expect(device is not None, "RF-NO-AMD-GPU" if spec.get("validation_gpu_vendor", "amd") == "amd"
            else "RF-NO-NVIDIA-GPU", f"no GPU on the PCI bus; spec declares {declared}")
     vendor, device_id = device
-    found = select_sku(device_id, int(spec.get("validation_gpu_count") or 0), spec.get("validation_partition"),
-                       vendor=vendor)
-    expect(found.split("-")[0] == str(declared).split("-")[0], "RF-SKU-MISMATCH",
+    try:
+        found = select_sku(device_id, int(spec.get("validation_gpu_count") or 0), spec.get("validation_partition"),
+                           vendor=vendor)
+    except UnknownSkuError as exc:
+        expect(False, "RF-SKU-MISMATCH", f"PCI device {vendor}:{device_id} is none of the known SKUs, the spec "
+                                         f"declares {declared}: {exc}")
+        return
+    # the variant counts: an SR-IOV VF (mi300x-vf) is judged against other targets than bare metal
+    expect(found == str(declared).lower(), "RF-SKU-MISMATCH",
            f"PCI device {vendor}:{device_id} is {found}, the spec declares {declared}")
+
+
+def test_rocminfo_gpus_are_the_declared_sku(host: Any, spec: dict, targets: Any) -> None:
+    """Every GPU agent's Chip ID, Marketing Name and gfx target fit the declared profile (an SR-IOV VF
+    names itself 'VF'; its Chip ID may still be the bare-metal one)."""
+    _declared_gpus(spec)
+    run = host.run("timeout 60 rocminfo")
+    try:
+        record = rocminfo.parse(run.stdout + run.stderr)
+    except ParseError as exc:
+        expect(False, "RF-TOOL-FAILED", f"rocminfo output not understood: {exc}")
+        return
+    expect(record.gpus, "RF-NO-AMD-GPU", "rocminfo lists no GPU agent, so which GPU this is cannot be checked")
+    fail_on_verdicts(identity.judge(identity.from_rocminfo(record), targets))
+
+
+def test_nvidia_smi_gpus_are_the_declared_sku(host: Any, spec: dict, targets: Any) -> None:
+    """NVIDIA nodes: every GPU's name and PCI device id fit the declared profile (h100, h200)."""
+    _declared_gpus(spec, vendor="nvidia")
+    run = host.run("timeout 60 nvidia-smi --query-gpu=index,name,pci.bus_id,pci.device_id --format=csv")
+    expect(run.rc == 0, "RF-NO-NVIDIA-GPU",
+           f"nvidia-smi failed (rc {run.rc}): {(run.stderr or run.stdout).strip()[:300]}")
+    try:
+        record = nvidia_smi.parse(run.stdout)
+    except ParseError as exc:
+        expect(False, "RF-TOOL-FAILED", f"nvidia-smi output not understood: {exc}")
+        return
+    fail_on_verdicts(identity.judge(identity.from_nvidia_smi(record), targets))
