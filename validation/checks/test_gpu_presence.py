@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from validation import identity
-from validation.checks.outcome import expect, fail_on_verdicts
+from validation.checks.outcome import CheckFailure, expect, fail_on_verdicts
 from validation.errors import ParseError, UnknownSkuError
 from validation.parsers import nvidia_smi, rocminfo
 
@@ -22,6 +22,24 @@ def _declared_gpus(spec: dict, vendor: str = "amd") -> int:
     if declared_vendor != vendor:
         pytest.skip(f"spec declares {declared_vendor} GPUs; this check is for {vendor}")
     return int(count)
+
+
+def _rocminfo(host: Any) -> rocminfo.RocminfoRecord:
+    run = host.run("timeout 60 rocminfo")
+    try:
+        return rocminfo.parse(run.stdout + run.stderr)
+    except ParseError as exc:
+        raise CheckFailure("RF-TOOL-FAILED", f"rocminfo output not understood: {exc}") from exc
+
+
+def _nvidia_query(host: Any, command: str) -> nvidia_smi.NvidiaSmiRecord:
+    run = host.run(command)
+    expect(run.rc == 0, "RF-NO-NVIDIA-GPU",
+           f"nvidia-smi failed (rc {run.rc}): {(run.stderr or run.stdout).strip()[:300]}")
+    try:
+        return nvidia_smi.parse(run.stdout)
+    except ParseError as exc:
+        raise CheckFailure("RF-TOOL-FAILED", f"nvidia-smi output not understood: {exc}") from exc
 
 
 def test_amdgpu_driver_is_loaded(host: Any, spec: dict) -> None:
@@ -39,12 +57,7 @@ def test_kfd_device_node_is_present(host: Any, spec: dict) -> None:
 
 def test_rocminfo_lists_every_declared_gpu(host: Any, spec: dict) -> None:
     declared = _declared_gpus(spec)
-    run = host.run("timeout 60 rocminfo")
-    try:
-        record = rocminfo.parse(run.stdout + run.stderr)
-    except ParseError as exc:
-        expect(False, "RF-TOOL-FAILED", f"rocminfo output not understood: {exc}")
-        return
+    record = _rocminfo(host)
     if not record.rocm_kernel_loaded:
         expect(False, "RF-NO-AMD-GPU",
                f"no AMD GPU present: rocminfo says the ROCk module is not loaded; spec declares {declared} GPUs")
@@ -57,14 +70,7 @@ def test_rocminfo_lists_every_declared_gpu(host: Any, spec: dict) -> None:
 def test_nvidia_smi_lists_every_declared_gpu(host: Any, spec: dict) -> None:
     """NVIDIA nodes of a mixed fleet: discovery through nvidia-smi's query CSV."""
     declared = _declared_gpus(spec, vendor="nvidia")
-    run = host.run("timeout 60 nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total --format=csv")
-    expect(run.rc == 0, "RF-NO-NVIDIA-GPU",
-           f"nvidia-smi failed (rc {run.rc}): {(run.stderr or run.stdout).strip()[:300]}")
-    try:
-        record = nvidia_smi.parse(run.stdout)
-    except ParseError as exc:
-        expect(False, "RF-TOOL-FAILED", f"nvidia-smi output not understood: {exc}")
-        return
+    record = _nvidia_query(host, "timeout 60 nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total --format=csv")
     found = len(record.gpus)
     expect(found == declared, "RF-GPU-MISSING",
            f"nvidia-smi lists {found} GPUs, spec declares {declared}: "
@@ -99,12 +105,7 @@ def test_rocminfo_gpus_are_the_declared_sku(host: Any, spec: dict, targets: Any)
     """Every GPU agent's Chip ID, Marketing Name and gfx target fit the declared profile (an SR-IOV VF
     names itself 'VF'; its Chip ID may still be the bare-metal one)."""
     _declared_gpus(spec)
-    run = host.run("timeout 60 rocminfo")
-    try:
-        record = rocminfo.parse(run.stdout + run.stderr)
-    except ParseError as exc:
-        expect(False, "RF-TOOL-FAILED", f"rocminfo output not understood: {exc}")
-        return
+    record = _rocminfo(host)
     expect(record.gpus, "RF-NO-AMD-GPU", "rocminfo lists no GPU agent, so which GPU this is cannot be checked")
     fail_on_verdicts(identity.judge(identity.from_rocminfo(record), targets))
 
@@ -112,12 +113,5 @@ def test_rocminfo_gpus_are_the_declared_sku(host: Any, spec: dict, targets: Any)
 def test_nvidia_smi_gpus_are_the_declared_sku(host: Any, spec: dict, targets: Any) -> None:
     """NVIDIA nodes: every GPU's name and PCI device id fit the declared profile (h100, h200)."""
     _declared_gpus(spec, vendor="nvidia")
-    run = host.run("timeout 60 nvidia-smi --query-gpu=index,name,pci.bus_id,pci.device_id --format=csv")
-    expect(run.rc == 0, "RF-NO-NVIDIA-GPU",
-           f"nvidia-smi failed (rc {run.rc}): {(run.stderr or run.stdout).strip()[:300]}")
-    try:
-        record = nvidia_smi.parse(run.stdout)
-    except ParseError as exc:
-        expect(False, "RF-TOOL-FAILED", f"nvidia-smi output not understood: {exc}")
-        return
+    record = _nvidia_query(host, "timeout 60 nvidia-smi --query-gpu=index,name,pci.bus_id,pci.device_id --format=csv")
     fail_on_verdicts(identity.judge(identity.from_nvidia_smi(record), targets))
