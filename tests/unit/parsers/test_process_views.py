@@ -233,3 +233,9 @@ def test_nvidia_smi_apps_two_processes_with_one_name() -> None:
     rec = _nv("gb10-llm-d-gpu-kind-query-compute-apps-2-vllm.txt")
     assert _rows(rec.processes) == [(3858903, "VLLM::EngineCore", None, 6265.0),
                                     (3880364, "VLLM::EngineCore", None, 5530.0)]
+
+
+def test_nvidia_smi_apps_header_only_without_its_command_line_is_still_a_process_list() -> None:
+    path = DERIVED / "nvidia-smi" / "rtxpro6000-hami-mig-query-compute-apps-header-only-no-command.txt"
+    rec = nvidia_smi.parse(path.read_text())
+    assert (rec.view, rec.command_line, rec.processes, rec.gpus) == ("apps", None, (), ())
