@@ -229,8 +229,8 @@ def rocm_bandwidth_test(record: Any, profile: TargetProfile) -> list[Verdict]:
 
 
 def babelstream(record: Any, profile: TargetProfile) -> list[Verdict]:
-    """BabelStream kernels per rank (MBytes/sec -> GB/s)."""
-    verdicts: list[Verdict] = []
+    """BabelStream kernels per rank (MBytes/sec -> GB/s), and the device each rank names."""
+    verdicts: list[Verdict] = identity.judge(identity.from_babelstream(record), profile)
     for table in record.tables:
         subject = "gpu" if table.rank is None else f"gpu{table.rank}"
         for row in table.rows:

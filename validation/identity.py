@@ -39,7 +39,9 @@ _SRIOV = re.compile(r"SRIOV", re.IGNORECASE)
 _VF_NAME = re.compile(r"\bVF\b")
 # Names HIP prints when it has no marketing name for the device (hipblaslt-bench 600 on an MI300X:
 # tests/fixtures/real/hipblaslt-bench/mi300x-superbench-test-hipblaslt-v600.txt); they name no SKU.
-_GENERIC_NAMES = re.compile(r"^(?:AMD Radeon(?:\(TM\))? Graphics|Graphics)?$", re.IGNORECASE)
+# A name in angle brackets ('<GPU Name>') is an author's redaction
+# (tests/fixtures/real/rocm-bandwidth-test/mi250x-likely-gpu-cluster-networking-e.txt).
+_GENERIC_NAMES = re.compile(r"^(?:AMD Radeon(?:\(TM\))? Graphics|Graphics|<[^>]*>)?$", re.IGNORECASE)
 _GFX = re.compile(r"\b(gfx[0-9a-f]+)(?::\S*)?", re.IGNORECASE)
 
 
@@ -239,3 +241,9 @@ def from_blas_bench(record: object) -> list[GpuIdentity]:
         out.append(GpuIdentity(subject=f"gpu{d.index}", name=name, gfx_target=gfx.group(1).lower() if gfx else None,
                                tool=record.tool))  # type: ignore[attr-defined]
     return out
+
+
+def from_babelstream(record: object) -> list[GpuIdentity]:
+    """BabelStream's `Using HIP device <name>` line of each rank."""
+    return [GpuIdentity(subject="gpu" if d.rank is None else f"rank{d.rank}", name=d.name, tool="babelstream")
+            for d in record.devices]  # type: ignore[attr-defined]

@@ -163,3 +163,15 @@ def test_node_check_nvidia_h100_declared_h200_fails() -> None:
                                                                   "validation_gpu_vendor": "nvidia"},
                                                            load_targets("h200", gpu_count=2))
     assert err.value.code == "RF-SKU-MISMATCH" and "h100" in err.value.message
+
+
+def test_babelstream_ranks_name_their_device() -> None:
+    path = "real/babelstream/mi300x-x8-amd-acceptance-doc-mpiexec-truncated.txt"
+    (ok,) = identity_verdicts("babelstream", path, "mi300x")
+    (bad,) = identity_verdicts("babelstream", path, "mi325x")
+    assert (ok.status, bad.status, bad.measured) == (Status.PASS, Status.FAIL, "mi300x")
+
+
+def test_a_redacted_name_names_no_sku() -> None:
+    gpu = identity.GpuIdentity(subject="gpu0", name="<GPU Name>", tool="rocm-bandwidth-test")
+    assert identity.judge([gpu], load_targets("mi250x")) == []
