@@ -13,6 +13,7 @@ import pytest
 
 from validation import extract, parsers
 from validation.checks.outcome import CheckFailure, expect
+from validation.checks.tools import run_tool
 from validation.errors import ParseError
 from validation.judge import judge_value
 from validation.records import FAILING
@@ -34,9 +35,7 @@ def amd_gpus(host: Any, spec: dict) -> int:
 
 
 def amd_smi(host: Any, *args: str) -> Any:
-    if not host.exists("amd-smi"):
-        raise CheckFailure("RF-TOOL-FAILED", "amd-smi is not installed; add amd-smi-lib to rocm_packages")
-    out = host.run("timeout 120 amd-smi " + " ".join(args))
+    out = run_tool(host, "amd-smi " + " ".join(args), timeout_s=120)
     expect(out.rc == 0, "RF-TOOL-FAILED", f"amd-smi {' '.join(args)} exited {out.rc}: {out.stderr.strip()[:300]}")
     try:
         return parsers.parse("amd-smi", out.stdout)
@@ -65,7 +64,7 @@ def test_every_gpu_has_the_skus_memory(host: Any, amd_gpus: int, targets: Any, r
 
 def test_every_gpu_link_runs_at_its_full_pcie_speed_and_width(host: Any, amd_gpus: int, targets: Any,
                                                                record: Any) -> None:
-    out = host.run("timeout 60 lspci -vvv -nn -d 1002:")
+    out = run_tool(host, "lspci -vvv -nn -d 1002:", timeout_s=60)
     expect(out.rc == 0, "RF-TOOL-FAILED", f"lspci exited {out.rc}: {out.stderr.strip()[:300]}")
     verdicts = extract.verdicts_for("lspci", parsers.parse("lspci", out.stdout), targets)
     expect(verdicts, "RF-TOOL-FAILED", "lspci shows no AMD device with link status (run as root for LnkSta)")

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from validation.checks.outcome import expect
+from validation.checks.tools import run_tool
 from validation.errors import ParseError
 from validation.parsers import nvidia_smi, rocminfo
 
@@ -38,7 +39,7 @@ def test_kfd_device_node_is_present(host: Any, spec: dict) -> None:
 
 def test_rocminfo_lists_every_declared_gpu(host: Any, spec: dict) -> None:
     declared = _declared_gpus(spec)
-    run = host.run("timeout 60 rocminfo")
+    run = run_tool(host, "rocminfo", timeout_s=60)
     try:
         record = rocminfo.parse(run.stdout + run.stderr)
     except ParseError as exc:
@@ -56,7 +57,7 @@ def test_rocminfo_lists_every_declared_gpu(host: Any, spec: dict) -> None:
 def test_nvidia_smi_lists_every_declared_gpu(host: Any, spec: dict) -> None:
     """NVIDIA nodes of a mixed fleet: discovery through nvidia-smi's query CSV."""
     declared = _declared_gpus(spec, vendor="nvidia")
-    run = host.run("timeout 60 nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total --format=csv")
+    run = run_tool(host, "nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total --format=csv", timeout_s=60)
     expect(run.rc == 0, "RF-NO-NVIDIA-GPU",
            f"nvidia-smi failed (rc {run.rc}): {(run.stderr or run.stdout).strip()[:300]}")
     try:

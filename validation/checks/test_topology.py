@@ -21,6 +21,7 @@ import pytest
 from validation import parsers, topology
 from validation.checks import discovery
 from validation.checks.outcome import CheckFailure, expect
+from validation.checks.tools import run_tool
 from validation.errors import ParseError
 from validation.judge import Verdict
 from validation.records import FAILING
@@ -56,7 +57,7 @@ def read_topology(host: Any, vendor: str) -> topology.Topology:
 
 
 def _run(host: Any, tool: str, command: str) -> Any:
-    out = host.run(f"timeout {TIMEOUT_S} {command}")
+    out = run_tool(host, command, timeout_s=TIMEOUT_S)
     expect(out.rc == 0, "RF-TOOL-FAILED", f"{command} exited {out.rc}: {out.stderr.strip()[:300]}")
     try:
         return parsers.parse(tool, out.stdout)
