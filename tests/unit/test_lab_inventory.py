@@ -53,16 +53,16 @@ def test_a_lab_larger_than_ten_hosts_steps_past_a_whole_block() -> None:
 
 
 def test_no_free_block_is_an_error_that_names_the_way_out() -> None:
-    with pytest.raises(LabError, match="no 2 free ports on 127.0.0.1 between 2221 and 2300.*--port-base"):
+    with pytest.raises(LabError, match=r"no 2 free ports on 127\.0\.0\.1 between 2221 and 2300.*--port-base"):
         inventory.choose_port_base(2, lambda port: False, start=2220, stop=2300)
 
 
 def test_the_default_lab_name_is_keyed_to_the_checkout() -> None:
     from validation.lab.paths import checkout_key, default_lab_name
 
-    assert default_lab_name("rfdemo", Path("/tmp/clone-a")) != default_lab_name("rfdemo", Path("/tmp/clone-b"))
-    assert default_lab_name("rfdemo", Path("/tmp/clone-a")) == f"rfdemo-{checkout_key(Path('/tmp/clone-a'))}"
-    inventory.check_name(default_lab_name("rfdemo", Path("/tmp/clone-a")))   # a valid host name prefix
+    assert default_lab_name("rfdemo", Path("/srv/clone-a")) != default_lab_name("rfdemo", Path("/srv/clone-b"))
+    assert default_lab_name("rfdemo", Path("/srv/clone-a")) == f"rfdemo-{checkout_key(Path('/srv/clone-a'))}"
+    inventory.check_name(default_lab_name("rfdemo", Path("/srv/clone-a")))   # a valid host name prefix
 
 
 @pytest.mark.parametrize("name", ["RFlab", "rf_lab", "1lab", "", "a" * 32])
