@@ -53,6 +53,7 @@ def fail_on(verdicts: list, record: Any) -> None:
 
 
 def test_every_gpu_has_the_skus_memory(host: Any, amd_gpus: int, targets: Any, record: Any) -> None:
+    """Every declared GPU is listed by amd-smi with the memory its SKU has."""
     monitor = amd_smi(host, "monitor", "-v")     # VRAM_USED / VRAM_TOTAL per GPU, every 6.x/7.x release
     verdicts = [judge_value("vram_per_gpu_gb", f"gpu{g.index}",
                             None if g.vram_total_mib is None else g.vram_total_mib * MIB / 1e9, targets)
@@ -64,6 +65,7 @@ def test_every_gpu_has_the_skus_memory(host: Any, amd_gpus: int, targets: Any, r
 
 def test_every_gpu_link_runs_at_its_full_pcie_speed_and_width(host: Any, amd_gpus: int, targets: Any,
                                                                record: Any) -> None:
+    """Every GPU's PCIe link runs at its full speed and width, without fatal errors."""
     out = run_tool(host, "lspci -vvv -nn -d 1002:", timeout_s=60)
     expect(out.rc == 0, "RF-TOOL-FAILED", f"lspci exited {out.rc}: {out.stderr.strip()[:300]}")
     verdicts = extract.verdicts_for("lspci", parsers.parse("lspci", out.stdout), targets)
@@ -72,6 +74,7 @@ def test_every_gpu_link_runs_at_its_full_pcie_speed_and_width(host: Any, amd_gpu
 
 
 def test_firmware_is_the_same_on_every_gpu_and_matches_any_pins(host: Any, amd_gpus: int, spec: dict) -> None:
+    """GPU firmware is the same on every GPU and matches any pinned versions."""
     firmware = amd_smi(host, "firmware", "--json")
     pins: dict[str, str] = {str(k): str(v) for k, v in (spec.get("validation_firmware_pins") or {}).items()}
     differ: list[str] = []
@@ -89,6 +92,7 @@ def test_firmware_is_the_same_on_every_gpu_and_matches_any_pins(host: Any, amd_g
 
 
 def test_ecc_and_xgmi_error_counters_are_zero(host: Any, amd_gpus: int, targets: Any, record: Any) -> None:
+    """The ECC and xGMI error counters are within the SKU's limits (zero uncorrectable errors)."""
     metric = amd_smi(host, "metric", "--ecc", "--json")
     verdicts = extract.verdicts_for("amd-smi", metric, targets)
     fail_on(verdicts, record)
@@ -99,6 +103,7 @@ def test_ecc_and_xgmi_error_counters_are_zero(host: Any, amd_gpus: int, targets:
 
 
 def test_kernel_log_has_no_amdgpu_errors(host: Any, amd_gpus: int) -> None:
+    """The kernel log has no amdgpu errors."""
     out = host.run("timeout 30 dmesg --level=err,crit,alert,emerg")
     expect(out.rc == 0, "RF-TOOL-FAILED", f"dmesg could not be read (rc {out.rc}); run the checks as root")
     lines = [line for line in out.stdout.splitlines() if "amdgpu" in line.lower()]

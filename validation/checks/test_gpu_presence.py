@@ -25,6 +25,7 @@ def _declared_gpus(spec: dict, vendor: str = "amd") -> int:
 
 
 def test_amdgpu_driver_is_loaded(host: Any, spec: dict) -> None:
+    """The amdgpu driver is loaded."""
     declared = _declared_gpus(spec)
     loaded = host.file("/sys/module/amdgpu").is_directory
     expect(loaded, "RF-NO-AMD-GPU",
@@ -32,12 +33,14 @@ def test_amdgpu_driver_is_loaded(host: Any, spec: dict) -> None:
 
 
 def test_kfd_device_node_is_present(host: Any, spec: dict) -> None:
+    """/dev/kfd, the GPU compute interface, is present."""
     _declared_gpus(spec)
     expect(host.file("/dev/kfd").exists, "RF-NO-KFD",
            "/dev/kfd does not exist: no AMD GPU compute interface (amdgpu/ROCk not loaded)")
 
 
 def test_rocminfo_lists_every_declared_gpu(host: Any, spec: dict) -> None:
+    """rocminfo lists every declared GPU."""
     declared = _declared_gpus(spec)
     run = run_tool(host, "rocminfo", timeout_s=60)
     try:

@@ -80,6 +80,7 @@ def _key(param: str) -> str:
 
 
 def test_kernel_cmdline_configuration_declares_the_parameters(host: Any, spec: dict) -> None:
+    """The boot configuration puts the declared parameters on the kernel command line."""
     _present(spec)
     wanted = wanted_cmdline(spec, cpu_vendor(host))
     configured = configured_cmdline(host)
@@ -95,6 +96,7 @@ def test_kernel_cmdline_configuration_declares_the_parameters(host: Any, spec: d
 
 
 def test_running_kernel_booted_with_the_parameters(host: Any, spec: dict) -> None:
+    """The running kernel booted with the declared command line parameters."""
     _present(spec)
     wanted = wanted_cmdline(spec, cpu_vendor(host))
     if not wanted:
@@ -114,6 +116,7 @@ def test_running_kernel_booted_with_the_parameters(host: Any, spec: dict) -> Non
 
 @pytest.mark.parametrize("knob", ["enabled", "defrag"])
 def test_transparent_huge_pages_mode(host: Any, spec: dict, knob: str) -> None:
+    """Transparent huge pages run in the declared mode."""
     _present(spec)
     wanted = spec[f"node_tuning_thp_{knob}"]
     if wanted == "keep":
@@ -124,6 +127,7 @@ def test_transparent_huge_pages_mode(host: Any, spec: dict, knob: str) -> None:
 
 
 def test_transparent_huge_pages_are_set_at_boot(host: Any, spec: dict) -> None:
+    """Transparent huge pages are set to the declared mode at every boot."""
     _present(spec)
     wanted = {k: spec[f"node_tuning_thp_{k}"] for k in ("enabled", "defrag") if spec[f"node_tuning_thp_{k}"] != "keep"}
     if not wanted:
@@ -140,6 +144,7 @@ def test_transparent_huge_pages_are_set_at_boot(host: Any, spec: dict) -> None:
 
 
 def test_numa_balancing(host: Any, spec: dict) -> None:
+    """Automatic NUMA balancing (kernel.numa_balancing) has the declared value."""
     _present(spec)
     wanted = str(spec["node_tuning_numa_balancing"])
     if wanted == "keep":
@@ -151,6 +156,7 @@ def test_numa_balancing(host: Any, spec: dict) -> None:
 
 
 def test_extra_sysctls(host: Any, spec: dict) -> None:
+    """The declared extra sysctls have their values now."""
     _present(spec)
     wanted = {k: v for k, v in wanted_sysctls(spec).items() if k != "kernel.numa_balancing"}
     if not wanted:
@@ -165,6 +171,7 @@ def test_extra_sysctls(host: Any, spec: dict) -> None:
 
 
 def test_sysctls_are_set_at_boot(host: Any, spec: dict) -> None:
+    """The declared sysctls are set at every boot."""
     _present(spec)
     wanted = wanted_sysctls(spec)
     if not wanted:
@@ -181,6 +188,7 @@ def test_sysctls_are_set_at_boot(host: Any, spec: dict) -> None:
 
 
 def test_cpuidle_unit_is_enabled(host: Any, spec: dict) -> None:
+    """The unit that disables the declared CPU idle states at boot is in place and enabled."""
     _present(spec)
     states = spec["node_tuning_cpuidle_disabled_states"]
     if not states:
@@ -195,6 +203,7 @@ def test_cpuidle_unit_is_enabled(host: Any, spec: dict) -> None:
 
 
 def test_cpu_idle_states_are_disabled(host: Any, spec: dict) -> None:
+    """The declared CPU idle states (C-states) are disabled on every CPU."""
     _present(spec)
     states = spec["node_tuning_cpuidle_disabled_states"]
     if not states:

@@ -125,6 +125,7 @@ def record_and_fail(verdicts: list[Verdict], record: Any, *, source: str) -> Non
 @pytest.mark.gpu
 def test_every_gpu_pair_is_linked_as_the_sku_expects(host: Any, gpu_node: tuple[str, int], targets: Any,
                                                       record: Any) -> None:
+    """Every GPU pair is linked over the fabric and hop count the SKU expects."""
     vendor, count = gpu_node
     topo = read_topology(host, vendor)
     if count == 1 and not topo.links:
@@ -137,6 +138,7 @@ def test_every_gpu_pair_is_linked_as_the_sku_expects(host: Any, gpu_node: tuple[
 @pytest.mark.gpu
 def test_every_gpu_is_on_its_declared_or_balanced_numa_node(host: Any, gpu_node: tuple[str, int], spec: dict,
                                                             record: Any) -> None:
+    """Every GPU sits on its declared NUMA node, or the GPUs are balanced across the NUMA nodes."""
     vendor, count = gpu_node
     topo = read_topology(host, vendor)
     gpu_numa, origin = topo.gpu_numa, topo.source
@@ -150,6 +152,7 @@ def test_every_gpu_is_on_its_declared_or_balanced_numa_node(host: Any, gpu_node:
 
 
 def test_every_declared_nic_is_on_its_numa_node(host: Any, spec: dict, record: Any) -> None:
+    """Every declared NIC sits on its declared NUMA node."""
     declared = {str(k): int(v) for k, v in (spec.get("validation_nic_numa_nodes") or {}).items()}
     nics = nic_numa(host)
     verdicts = topology.judge_nic_numa(nics, declared=declared, cpu_nodes=cpu_numa_nodes(host))
