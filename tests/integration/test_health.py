@@ -101,10 +101,8 @@ def test_the_timer_runs_the_health_mode_and_writes_a_textfile_promtool_accepts(l
     host = HOSTS[0]
     timers = sh(the_lab, host, "systemctl list-timers rocm-fleet-health.timer --no-legend")
     assert "rocm-fleet-health.timer" in timers.stdout, timers.stdout + timers.stderr
-    start = time.monotonic()
     ran = sh(the_lab, host, "systemctl start rocm-fleet-health.service; systemctl show -p ExecMainStatus "
                             "rocm-fleet-health.service")
-    seconds = time.monotonic() - start
     assert "ExecMainStatus=0" in ran.stdout, ran.stdout + sh(the_lab, host, "journalctl -u rocm-fleet-health -n 30 "
                                                                              "--no-pager").stdout
     text = sh(the_lab, host, f"cat {TEXTFILE}").stdout
@@ -113,7 +111,15 @@ def test_the_timer_runs_the_health_mode_and_writes_a_textfile_promtool_accepts(l
     check = subprocess.run([str(promtool), "check", "metrics"], input=text, capture_output=True, text=True,
                            check=False)
     assert check.returncode == 0, check.stdout + check.stderr
-    print(f"health mode through the timer on a lab host: {seconds:.1f} s (systemctl start, synchronous)")
+    times = []
+    for _ in range(3):          # the runner as the timer starts it, timed from inside the host
+        timed = sh(the_lab, host, "python3 -c 'import subprocess, time; s = time.monotonic(); "
+                                  "r = subprocess.run([\"/usr/local/sbin/rocm-fleet-health\"], capture_output=True); "
+                                  "print(r.returncode, time.monotonic() - s)'")
+        code, seconds = timed.stdout.split()
+        assert code == "0", timed.stdout + timed.stderr
+        times.append(float(seconds))
+    print(f"health mode on a lab host (no GPU declared): {', '.join(f'{t:.1f}' for t in times)} s")
     rc, output, _ = health_play(inventory, node_health_method="timer", node_health_state="absent")
     assert rc == 0, output[-3000:]
     assert sh(the_lab, host, "test -e /etc/systemd/system/rocm-fleet-health.timer").returncode != 0
