@@ -188,14 +188,16 @@ def judge_members(metric: str, unit: str, members: Sequence[Member], family: Fam
     return out
 
 
-def _members(node: str, entries: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, Family, list[Member]]]:
-    """metric -> (unit, family, members) for one node's per-GPU and per-link measurements.
-    A subject measured twice in a run is one member: its last measurement."""
+def _members(node: str, entries: Iterable[Mapping[str, Any]], *,
+             node_level: bool = False) -> dict[str, tuple[str, Family, list[Member]]]:
+    """metric -> (unit, family, members) for one node's per-GPU and per-link measurements (and its
+    node-level ones, such as a collective's bus bandwidth, with `node_level`: they have no siblings
+    but do have peers in the batch). A subject measured twice in a run is one member: its last."""
     latest: dict[tuple[str, str], Mapping[str, Any]] = {}
     for e in entries:
         subject = str(e.get("subject", "node"))
         value = e.get("value")
-        if subject == "node" or not isinstance(value, (int, float)) or isinstance(value, bool):
+        if (subject == "node" and not node_level) or not isinstance(value, (int, float)) or isinstance(value, bool):
             continue
         if family_of(e) is not None:
             latest[(str(e["metric"]), subject)] = e
@@ -235,7 +237,8 @@ def judge_batch(docs: Sequence[Mapping[str, Any]], *, min_nodes: int = MIN_PEERS
     for doc in docs:
         if doc.get("missing"):
             continue
-        for metric, (unit, family, members) in _members(str(doc["host"]), doc.get("measurements") or ()).items():
+        for metric, (unit, family, members) in _members(str(doc["host"]), doc.get("measurements") or (),
+                                                        node_level=True).items():
             by_metric.setdefault((sku_of(doc), metric), (unit, family, []))[2].extend(members)
     out: list[PeerVerdict] = []
     for (sku, metric), (unit, family, members) in sorted(by_metric.items()):
