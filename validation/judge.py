@@ -152,6 +152,7 @@ CODES: dict[str, str] = {
 _CODE_BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("pci_device_id", "RF-SKU-MISMATCH"),
     ("idle_throttled", "RF-GPU-THROTTLED"),
+    ("idle_temperature", "RF-TEMP-HIGH"),
     ("idle_", "RF-GPU-BUSY"),
     ("torch_matmul_", "RF-GEMM-LOW"),
     ("scaling_matmul_", "RF-GEMM-LOW"),

@@ -56,6 +56,7 @@ class GpuProcess:
     gpu: int | None = None
     bus_id: str | None = None
     vram_mib: float | None = None
+    device: str | None = None          # the device file it holds open (/dev/kfd, /dev/dri/renderD128)
 
 
 def to_jsonable(obj: Any) -> Any:

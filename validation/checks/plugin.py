@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from validation.checks import measuring, progress
+from validation.checks import health, measuring, progress
 from validation.checks.facts import provenance
 from validation.checks.outcome import CheckFailure
 from validation.checks.results import NodeResults
@@ -39,6 +39,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rf-allow-busy", action="store_true", default=False,
                     help="measure GPUs that other processes are using; every such number is marked "
                     "measured_while_busy (default: their measuring checks are skipped and the pre-flight fails)")
+    group.addoption("--rf-health-state", metavar="DIR", default=None,
+                    help="health mode: directory of the node's health memory (error counters, kernel log "
+                    "position, firmware) that the `health` checks compare with and update")
+    group.addoption("--rf-health-jobs-running", action="store_true", default=False,
+                    help="health mode: the node runs jobs now, so processes on its GPUs are theirs, not leftovers")
+    group.addoption("--rf-health-accept", action="store_true", default=False,
+                    help="health mode: take the firmware found now as the node's recorded set (after a validation "
+                    "passed on it)")
     group.addoption("--rf-baseline", metavar="FILE", default=None,
                     help="site baseline (rocm-fleet baseline create) to judge against; default: the spec's "
                     "validation_baseline")
@@ -48,6 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for tier, budget in TIERS.items():
         config.addinivalue_line("markers", f"{tier}: validation tier, runtime in {budget}")
     config.addinivalue_line("markers", "gpu: needs an AMD or NVIDIA GPU on the node")
+    config.addinivalue_line("markers", "health: part of the health mode (`rocm-fleet health`): no load, seconds")
     config.addinivalue_line("markers", "destructive: changes host state; not run by default")
     config.stash[_RESULTS] = {}
 
@@ -56,6 +65,7 @@ def _is_check(item: pytest.Item) -> bool:
     return CHECKS_DIR in Path(str(item.fspath)).resolve().parents
 
 
+@pytest.hookimpl(tryfirst=True)      # before `-m` deselects: the health marker is added here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if not _is_check(item):
@@ -63,6 +73,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         found = [m.name for m in item.iter_markers() if m.name in TIERS]
         if len(found) != 1:
             raise pytest.UsageError(f"{item.nodeid}: needs exactly one tier marker of {list(TIERS)}, has {found}")
+        if item.originalname in health.HEALTH_CHECKS:   # type: ignore[attr-defined]
+            item.add_marker(pytest.mark.health)
     # The idle pre-flight before anything else, the sibling verdicts and the post-flight after it all.
     items.sort(key=lambda item: measuring.ORDER.get(getattr(item, "originalname", ""), 1) if _is_check(item) else 1)
 
@@ -228,6 +240,22 @@ def _provenance(request: pytest.FixtureRequest) -> None:
     results.write()
 
 
+_HEALTH = pytest.StashKey[dict[str, health.HealthState]]()
+
+
+@pytest.fixture
+def health_state(host: Any, request: pytest.FixtureRequest) -> health.HealthState:
+    """The node's health memory (previous run's counters, kernel log position, firmware); health mode only."""
+    directory = request.config.getoption("--rf-health-state")
+    if not directory:
+        pytest.skip("compares with the previous health run: runs in `rocm-fleet health` (--rf-health-state)")
+    name = node_name(host, request.config.getoption("--rf-node"))
+    store = request.config.stash.setdefault(_HEALTH, {})
+    if name not in store:
+        store[name] = health.HealthState(Path(directory), name)
+    return store[name]
+
+
 _MEASURING = pytest.StashKey[dict[str, measuring.NodeMeasuring]]()
 
 
@@ -260,6 +288,8 @@ def record(measuring_state: measuring.NodeMeasuring, request: pytest.FixtureRequ
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    for state in session.config.stash.get(_HEALTH, {}).values():
+        state.save()
     for results in session.config.stash.get(_RESULTS, {}).values():
         results.finish()
     book = session.config.stash.get(_PROGRESS, None)

@@ -48,14 +48,19 @@ def _plugin_installed() -> bool:
     return any(ep.value == "validation.checks.plugin" for ep in importlib.metadata.entry_points(group="pytest11"))
 
 
-def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
+def checks_argv(hosts: str, expr: str, results: Path, *options: str) -> list[str]:
+    """pytest over validation/checks for `hosts`, the marker expression `expr`, results into `results`."""
     checks = Path(__file__).resolve().parents[1] / "checks"
-    expr = TIER_EXPR[args.tier] + (" and not gpu" if args.no_gpu else "")
     argv = [sys.executable, "-m", "pytest", "-c", str(checks / "pytest.ini"), "--rootdir", str(checks),
-            str(checks), f"--hosts={args.hosts}", "-m", expr, f"--rf-results={results}",
-            f"--junitxml={results / 'junit.xml'}", "-o", "junit_family=xunit2"]
+            str(checks), f"--hosts={hosts}", "-m", expr, f"--rf-results={results}",
+            f"--junitxml={results / 'junit.xml'}", "-o", "junit_family=xunit2", *options]
     if not _plugin_installed():           # running from a checkout on PYTHONPATH (e.g. a lent GPU machine)
         argv[3:3] = ["-p", "validation.checks.plugin"]
+    return argv
+
+
+def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
+    argv = checks_argv(args.hosts, TIER_EXPR[args.tier] + (" and not gpu" if args.no_gpu else ""), results)
     if args.inventory:
         argv.append(f"--ansible-inventory={args.inventory}")
     if args.spec:

@@ -88,7 +88,13 @@ def _na(raw: str | None) -> str | None:
     if raw is None:
         return None
     text = raw.strip()
-    return None if text in ("", "N/A", "[N/A]", "[Not Supported]") else text
+    # '[Not Found]': a process name nvidia-smi cannot resolve (another PID namespace, a container)
+    return None if text in ("", "N/A", "[N/A]", "[Not Supported]", "[Not Found]") else text
+
+
+def _csv_columns(line: str) -> list[str]:
+    """Column names of a CSV header row, units dropped: 'used_gpu_memory [MiB]' -> 'used_gpu_memory'."""
+    return [re.sub(r"\s*\[.*\]$", "", c.strip()) for c in line.split(",")]
 
 
 def parse(text: str) -> NvidiaSmiRecord:
@@ -101,7 +107,7 @@ def parse(text: str) -> NvidiaSmiRecord:
         return _parse_query(body, command_line)
     if first.startswith("+---") or re.match(r"^\w{3} \w{3} +\d+ [\d:]+ \d{4}$", first):
         return _parse_table(body, command_line)
-    if "--query-compute-apps" in (command_line or "") or first.startswith("pid,"):
+    if "--query-compute-apps" in (command_line or "") or "pid" in _csv_columns(first):
         return _parse_apps_csv(body, command_line)
     if "," in first or (command_line and "--format=csv" in command_line):
         return _parse_csv(body, command_line)
@@ -226,7 +232,7 @@ def _parse_table(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
     gpus: list[NvidiaGpu] = []
     processes: list[GpuProcess] = []
     pending: re.Match[str] | None = None
-    in_processes = False
+    in_processes = in_mig = False
     for n, line in body:
         stripped = line.strip()
         if not stripped or (stripped[0] in "+|" and set(stripped) <= {"+", "-", "=", "|"}):
@@ -243,7 +249,12 @@ def _parse_table(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
             driver, cuda = m.group("driver"), m.group("cuda")
             continue
         if "Processes:" in inner:
-            in_processes = True
+            in_processes, in_mig = True, False
+            continue
+        if "MIG devices:" in inner:  # MIG mode: a box of GPU-instance rows between GPUs and Processes
+            in_mig = True
+            continue
+        if in_mig:
             continue
         if in_processes:
             if (m := _T_PROCESS.match(stripped)) is not None:
@@ -365,9 +376,9 @@ def _parse_apps_csv(body: list[tuple[int, str]], command_line: str | None) -> Nv
     """One row per process; a header with no rows is an idle GPU, not an error."""
     query = re.search(r"--query-compute-apps[= ](\S+)", command_line or "")
     first = body[0][1]
-    has_header = first.strip().startswith("pid")
+    has_header = "pid" in _csv_columns(first)  # 'pid, ...' or 'gpu_uuid, pid, ...'
     if has_header:
-        columns = [re.sub(r"\s*\[.*\]$", "", c.strip()) for c in first.split(",")]
+        columns = _csv_columns(first)
         rows = body[1:]
     elif query:
         columns = query.group(1).split(",")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -43,10 +44,13 @@ def markdown(nodes: list[dict[str, Any]], summaries: list[MetricSummary]) -> str
     return "\n".join(lines) + "\n"
 
 
-def _label(value: str) -> str:
+@functools.lru_cache(maxsize=65536)      # the same subjects, units and check ids recur on every node
+def label(value: str) -> str:
+    """A Prometheus label value: backslashes, quotes and newlines escaped."""
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
 
 
+@functools.lru_cache(maxsize=4096)
 def _metric_name(name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", name)
 
@@ -60,19 +64,19 @@ def prometheus(nodes: list[dict[str, Any]]) -> str:
              "# TYPE rocm_fleet_check_status gauge"]
     for node in nodes:
         for check in node["checks"]:
-            lines.append(f'rocm_fleet_check_status{{node="{_label(node["host"])}",check="{_label(check["id"])}"}} '
+            lines.append(f'rocm_fleet_check_status{{node="{label(node["host"])}",check="{label(check["id"])}"}} '
                          f'{STATUS_VALUE.get(check["status"], 4)}')
     lines += ["# HELP rocm_fleet_measurement measured value (unit in the label)",
               "# TYPE rocm_fleet_measurement gauge"]
     for node in nodes:
         for m in node.get("measurements", []):
             if isinstance(m.get("value"), (int, float)):
-                labels = (f'node="{_label(node["host"])}",metric="{_metric_name(m["metric"])}",'
-                          f'subject="{_label(str(m.get("subject", "node")))}",unit="{_label(str(m.get("unit", "")))}"')
+                labels = (f'node="{label(node["host"])}",metric="{_metric_name(m["metric"])}",'
+                          f'subject="{label(str(m.get("subject", "node")))}",unit="{label(str(m.get("unit", "")))}"')
                 lines.append(f"rocm_fleet_measurement{{{labels}}} {float(m['value'])!r}")
     lines += ["# HELP rocm_fleet_run_complete 1 when the node's run finished normally",
               "# TYPE rocm_fleet_run_complete gauge"]
-    lines += [f'rocm_fleet_run_complete{{node="{_label(n["host"])}"}} {1 if n.get("complete") else 0}' for n in nodes]
+    lines += [f'rocm_fleet_run_complete{{node="{label(n["host"])}"}} {1 if n.get("complete") else 0}' for n in nodes]
     return "\n".join(lines) + "\n"
 
 
