@@ -2,6 +2,9 @@
 # Issue 14 on the lent GPU, from the repository root: does the quick tier fail a busy GPU, and not a
 # healthy one? Writes everything under $OUT (one tarball, since at most 8 files come back).
 #   bash bench/h200_busy_gpu.sh idle N FIRST      N idle quick-tier runs, node names h200-idle-FIRST...
+#   bash bench/h200_busy_gpu.sh final BASELINE    the sitting's closing run from HEAD: the quick tier idle,
+#       then busy with --allow-busy --baseline BASELINE, the health mode timed (bench/health_bench.py),
+#       and tests/gpu
 #   bash bench/h200_busy_gpu.sh busy RUNS_TGZ...  unpack earlier idle runs, add idle runs up to IDLE_TOTAL
 #                                                 (default 8), then:
 #       (d) the idle runs judged as one batch (rocm-fleet report): no batch verdict may fail;
@@ -21,7 +24,7 @@ gpus=$(nvidia-smi -L | grep -c '^GPU ')
 printf 'validation_gpu_vendor: nvidia\nvalidation_gpu_count: %s\nvalidation_target_sku: h200\n' "$gpus" > "$work/spec.yml"
 pack() {   # everything so far, so that a run stopped at its limit still brings its results back
   tar -C "$work" -czf "$OUT/issue14-$phase.tgz" runs $(cd "$work" && ls -d batch* baseline.yml gpu-tests.log \
-    load.log run.log 2>/dev/null)
+    load.log run.log health-bench.* health 2>/dev/null)
 }
 quick() {  # NAME [extra validate args...]
   local name=$1; shift
@@ -76,7 +79,29 @@ case ${1:-} in
     python3 -m pytest -q -p no:cacheprovider tests/gpu -o addopts="" > "$work/gpu-tests.log" 2>&1; echo "tests/gpu exit $?"
     tail -3 "$work/gpu-tests.log"
     ;;
-  *) echo "usage: $0 idle N FIRST | busy RUNS_TGZ..." >&2; exit 2 ;;
+  final)
+    cp "$2" "$work/baseline.yml"
+    quick h200-final-idle
+    echo "== busy, --allow-busy --baseline"
+    pid=$(load 200); sleep 10; quick h200-final-busy --allow-busy --baseline "$work/baseline.yml"
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    echo "== health mode, timed"
+    cp "$work/spec.yml" "$work/health-spec.yml"
+    # the lent machine was never provisioned by the roles: leave its host tuning and packages undeclared,
+    # so the health verdict turns on the GPU (presence, counters, kernel log, processes, throttle)
+    printf '%s\n' 'node_tuning_thp_enabled: keep' 'node_tuning_thp_defrag: keep' 'node_tuning_numa_balancing: keep' \
+      'node_tuning_pci_realloc: keep' 'node_tuning_iommu: keep' 'node_tuning_vendor_iommu: keep' \
+      'node_tuning_modprobe_blacklist: []' 'node_tuning_cmdline_thp: keep' 'rocm_packages: []' \
+      >> "$work/health-spec.yml"
+    python3 -m bench.health_bench --spec "$work/health-spec.yml" --runs 5 --state-dir "$work/health" \
+      --json "$work/health-bench.json" > "$work/health-bench.txt" 2>&1; echo "health bench exit $?"
+    tail -25 "$work/health-bench.txt"
+    echo "== GPU tests"
+    python3 -m pytest -q -p no:cacheprovider tests/gpu -o addopts="" > "$work/gpu-tests.log" 2>&1; echo "tests/gpu exit $?"
+    tail -3 "$work/gpu-tests.log"
+    pack
+    ;;
+  *) echo "usage: $0 idle N FIRST | busy RUNS_TGZ... | final BASELINE" >&2; exit 2 ;;
 esac
 nvidia-smi --query-gpu=driver_version,name,power.limit --format=csv,noheader
 } 2>&1 | tee "$work/run.log"

@@ -62,12 +62,13 @@ def measurements(nodes: Iterable[Mapping[str, Any]]) -> dict[str, list[tuple[Mem
     # A node that measured the same metric and subject twice in one run (a quick-tier sweep and
     # the acceptance sweep both time resnet50 at b32) is one member: its last measurement.
     latest: dict[tuple[str, str, str], tuple[Member, Mapping[str, Any]]] = {}
+    usable = peers.usable
     for node in nodes:
+        host = node["host"]
         for entry in node.get("measurements", []):
-            if peers.usable(entry):
-                member = Member(node=node["host"], subject=str(entry.get("subject", "node")),
-                                value=float(entry["value"]))
-                latest[(entry["metric"], member.node, member.subject)] = (member, entry)
+            if usable(entry):
+                member = Member(node=host, subject=str(entry.get("subject", "node")), value=float(entry["value"]))
+                latest[(entry["metric"], host, member.subject)] = (member, entry)
     by_metric: dict[str, list[tuple[Member, Mapping[str, Any]]]] = defaultdict(list)
     for (metric, _, _), row in latest.items():
         by_metric[metric].append(row)

@@ -28,6 +28,7 @@ memory sizes), are recorded with the reason instead.
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -69,13 +70,16 @@ _TAIL = ("_p99", "_p999", "_max_")
 
 def family_of(entry: Mapping[str, Any]) -> Family | None:
     """The family of a measurement, by its unit and direction; None = not judged against peers."""
-    metric = str(entry.get("metric", ""))
+    return _family(str(entry.get("metric", "")), str(entry.get("unit", "")), bool(entry.get("higher_is_better", True)))
+
+
+@functools.lru_cache(maxsize=4096)        # a fleet has a few hundred metrics and millions of measurements
+def _family(metric: str, unit: str, higher: bool) -> Family | None:
     if any(t in metric for t in _TAIL):
         return None
-    family = _FAMILY_BY_UNIT.get(str(entry.get("unit", "")))
+    family = _FAMILY_BY_UNIT.get(unit)
     if family is None:
         return None
-    higher = bool(entry.get("higher_is_better", True))
     return family if higher == (family is THROUGHPUT) else None
 
 
@@ -188,24 +192,24 @@ def judge_members(metric: str, unit: str, members: Sequence[Member], family: Fam
     return out
 
 
-def _members(node: str, entries: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, Family, list[Member]]]:
-    """metric -> (unit, family, members) for one node's per-GPU and per-link measurements.
-    A subject measured twice in a run is one member: its last measurement."""
-    latest: dict[tuple[str, str], Mapping[str, Any]] = {}
+def _members(node: str, entries: Iterable[Mapping[str, Any]], *,
+             node_level: bool = False) -> dict[str, tuple[str, Family, list[Member]]]:
+    """metric -> (unit, family, members) for one node's per-GPU and per-link measurements (and its
+    node-level ones, such as a collective's bus bandwidth, with `node_level`: they have no siblings
+    but do have peers in the batch). A subject measured twice in a run is one member: its last."""
+    latest: dict[tuple[str, str], tuple[Mapping[str, Any], Family]] = {}
     for e in entries:
         subject = str(e.get("subject", "node"))
         value = e.get("value")
-        if subject == "node" or not isinstance(value, (int, float)) or isinstance(value, bool):
+        if (subject == "node" and not node_level) or value.__class__ not in (int, float):
             continue
-        if family_of(e) is not None:
-            latest[(str(e["metric"]), subject)] = e
+        family = _family(str(e["metric"]), str(e.get("unit", "")), bool(e.get("higher_is_better", True)))
+        if family is not None:
+            latest[(str(e["metric"]), subject)] = (e, family)
     out: dict[str, tuple[str, Family, list[Member]]] = {}
-    for (metric, subject), e in latest.items():
-        family = family_of(e)
-        assert family is not None
-        unit = str(e.get("unit", ""))
+    for (metric, subject), (e, family) in latest.items():
         spread = e.get("spread_pct")
-        out.setdefault(metric, (unit, family, []))[2].append(Member(
+        out.setdefault(metric, (str(e.get("unit", "")), family, []))[2].append(Member(
             node=node, subject=subject, value=float(e["value"]),
             spread_pct=float(spread) if isinstance(spread, (int, float)) else None, clean=usable(e)))
     return out
@@ -235,7 +239,8 @@ def judge_batch(docs: Sequence[Mapping[str, Any]], *, min_nodes: int = MIN_PEERS
     for doc in docs:
         if doc.get("missing"):
             continue
-        for metric, (unit, family, members) in _members(str(doc["host"]), doc.get("measurements") or ()).items():
+        for metric, (unit, family, members) in _members(str(doc["host"]), doc.get("measurements") or (),
+                                                        node_level=True).items():
             by_metric.setdefault((sku_of(doc), metric), (unit, family, []))[2].extend(members)
     out: list[PeerVerdict] = []
     for (sku, metric), (unit, family, members) in sorted(by_metric.items()):

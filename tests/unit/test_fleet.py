@@ -115,3 +115,12 @@ def test_a_metric_measured_twice_on_one_node_is_one_member_its_last_value() -> N
     twice["measurements"].append({**twice["measurements"][0], "value": 300.0})
     (s,) = fleet.summarize([twice])
     assert s.count == 1 and s.p50 == 300.0 and not s.outliers
+
+
+def test_a_node_level_number_has_no_siblings_but_is_judged_against_the_batch() -> None:
+    docs = [node(f"n{i}", {"node": 320.0 + i}) for i in range(6)] + [node("slow", {"node": 250.0})]
+    for d in docs:
+        for m in d["measurements"]:
+            m.update(metric="allreduce_busbw_16g_gb_s", unit="GB/s")
+    (s,) = fleet.summarize(docs)
+    assert [(m.node, m.subject) for m, _ in s.outliers] == [("slow", "node")]

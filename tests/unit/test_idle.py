@@ -140,3 +140,30 @@ def test_own_pids_follow_the_parent_chain(tmp_path: Path) -> None:
                                                     ("gpu1 -> gpu2", False), ("gpu30", False), ("node", True)])
 def test_which_measurements_involve_a_busy_gpu(subject: str, involved: bool) -> None:
     assert idle.names_gpu(subject, {"gpu3": "busy"}) is involved
+
+
+def test_an_amd_smi_process_view_names_the_process_holding_an_mi300x() -> None:
+    """amd-smi 25.3 on an MI300X VF (ROCm/amdsmi#130): one process, name not readable, 1.9 GB of VRAM;
+    the metric view of the ROCm blogs' overview shows GPU 0 at 100 %."""
+    host = RecordedHost({"amd-smi metric": "real/amd-smi/mi300x-rocm-blogs-amd-smi-overview-metric.txt",
+                         "amd-smi process": "real/amd-smi/mi300x-vf-amdsmi-issue130-process-6.4.0.txt"},
+                        tools={"amd-smi"})
+    reading = gpu_activity.read_activity(gpu_activity.host_run(host), gpu_activity.host_which(host), interval_s=0)
+    verdicts = by_metric(idle.judge_activity(reading.gpus[:1], load_targets("mi300x"), idle.Ownership()))
+    procs = verdicts["idle_foreign_processes"]
+    assert procs.status is Status.FAIL and procs.code == "RF-GPU-BUSY"
+    assert "pid 2266127 (name not readable) (1945.6 MiB)" in procs.reason       # 1.9 GB as amd-smi's GiB
+    assert verdicts["idle_gpu_busy_pct"].status is Status.FAIL
+    assert verdicts["idle_vram_used_mib"].status is Status.ERROR     # this metric view carries no memory in use
+
+
+def test_a_rocm_smi_pid_list_without_gpu_indices_makes_every_gpu_busy() -> None:
+    """rocm-smi --showpids on an MI250X node (ROCm/ROCm#3364): colabfold_batch holds '8' GPUs, a count,
+    not which ones; the process is put on every GPU rather than on none."""
+    host = RecordedHost({"rocm-smi --showtemp": "real/rocm-smi/mi100-x6-telegraf-testdata-rocm571-json.txt",
+                         "rocm-smi --showpids": "real/rocm-smi/mi250x-x8gcd-rocm-issue3364-showpids-colabfold.txt"},
+                        tools={"rocm-smi"})
+    reading = gpu_activity.read_activity(gpu_activity.host_run(host), gpu_activity.host_which(host), interval_s=0)
+    assert len(reading.gpus) == 6 and all([p.pid for p in g.processes] == [3458806] for g in reading.gpus)
+    busy = idle.busy_gpus(idle.judge_activity(reading.gpus, load_targets("mi250x"), idle.Ownership()))
+    assert sorted(busy) == [f"gpu{i}" for i in range(6)] and "colabfold_batch" in busy["gpu0"]

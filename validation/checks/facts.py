@@ -53,6 +53,8 @@ PROVENANCE_COMMANDS = {
     "gpu_firmware": "amd-smi firmware --json",
     "nvidia_driver": "nvidia-smi --query-gpu=driver_version --format=csv,noheader",
     "gpu_serials": "nvidia-smi --query-gpu=serial --format=csv,noheader",
+    # The lab's marker (validation/lab/hosts.py): its device checks are expected to fail, no GPU there.
+    "lab_host": "cat /etc/rocm-fleet-lab",
 }
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from validation.checks import health, measuring, progress
+from validation.checks import catalog, health, measuring, progress
 from validation.checks.facts import provenance
 from validation.checks.outcome import CheckFailure
 from validation.checks.results import NodeResults
@@ -105,9 +105,12 @@ def _tier_of(item: pytest.Item) -> str | None:
 
 
 def check_id(item: pytest.Item) -> str:
-    """The id results documents use: the node id without the host parameter when that is the only one."""
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    return item.nodeid.split("[")[0] if set(params) <= {"_testinfra_host"} else item.nodeid
+    """The id results documents use: the node id without the host's own parameter, so one check has
+    one id on every host ('t.py::test_thp[ansible://n1-enabled]' -> 't.py::test_thp[enabled]')."""
+    host = _host_of(item)
+    if host is None:
+        return item.nodeid
+    return catalog.check_key(item.nodeid, node_name(host, item.config.getoption("--rf-node")))
 
 
 _PROGRESS = pytest.StashKey[progress.ProgressBook]()
@@ -158,9 +161,10 @@ def spec(host: Any, request: pytest.FixtureRequest) -> Spec:
         return Spec({**role_defaults(), **load_spec_file(Path(spec_file), name)})
     if host.backend.NAME == "ansible":
         return Spec({**role_defaults(), **host.ansible.get_variables()})
-    pytest.fail(f"no spec for {name}: give the node's declared state with `rocm-fleet validate --spec FILE` "
-                "(pytest: --rf-spec FILE; playbooks/validate.yml writes it to /etc/rocm-fleet/spec.yml), or run "
-                "from the controller with --hosts=ansible://GROUP")
+    pytest.fail(f"no spec for {name}: pass the node's declared state with `rocm-fleet validate --spec FILE` "
+                "(pytest: --rf-spec FILE), written by `rocm-fleet spec -i INVENTORY HOST > FILE` (or the "
+                "/etc/rocm-fleet/spec.yml that playbooks/validate.yml writes on each node), or run from the "
+                "controller with --hosts=ansible://GROUP")
 
 
 _RESULTS = pytest.StashKey[dict[str, NodeResults]]()

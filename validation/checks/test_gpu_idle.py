@@ -71,6 +71,7 @@ def _fail(verdicts: list[Verdict], reading: Any) -> None:
 
 def test_gpus_are_idle_before_measuring(host: Any, spec: dict, targets: Any, record: Any,
                                         measuring_state: NodeMeasuring) -> None:
+    """No other process, load, memory or clock throttling is on any GPU before the first probe."""
     try:
         verdicts, reading = _look(host, spec, targets, record, idle.BEFORE)
     except CheckFailure as failure:
@@ -87,6 +88,7 @@ def test_gpus_are_idle_before_measuring(host: Any, spec: dict, targets: Any, rec
 
 def test_gpus_stayed_idle_while_measuring(host: Any, spec: dict, targets: Any, record: Any,
                                           measuring_state: NodeMeasuring) -> None:
+    """No GPU became busy while this run measured it; numbers taken on one that did are marked invalid."""
     if measuring_state.unreadable:
         pytest.skip(f"the pre-flight could not read the GPUs' activity ({measuring_state.unreadable[:200]})")
     if not measuring_state.checked:

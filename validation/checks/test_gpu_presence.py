@@ -8,6 +8,7 @@ import pytest
 
 from validation import identity
 from validation.checks.outcome import CheckFailure, expect, fail_on_verdicts
+from validation.checks.tools import run_tool
 from validation.errors import ParseError, UnknownSkuError
 from validation.parsers import nvidia_smi, rocminfo
 
@@ -25,7 +26,7 @@ def _declared_gpus(spec: dict, vendor: str = "amd") -> int:
 
 
 def _rocminfo(host: Any) -> rocminfo.RocminfoRecord:
-    run = host.run("timeout 60 rocminfo")
+    run = run_tool(host, "rocminfo", timeout_s=60)
     try:
         return rocminfo.parse(run.stdout + run.stderr)
     except ParseError as exc:
@@ -33,7 +34,7 @@ def _rocminfo(host: Any) -> rocminfo.RocminfoRecord:
 
 
 def _nvidia_query(host: Any, command: str) -> nvidia_smi.NvidiaSmiRecord:
-    run = host.run(command)
+    run = run_tool(host, command, timeout_s=60)
     expect(run.rc == 0, "RF-NO-NVIDIA-GPU",
            f"nvidia-smi failed (rc {run.rc}): {(run.stderr or run.stdout).strip()[:300]}")
     try:
@@ -43,6 +44,7 @@ def _nvidia_query(host: Any, command: str) -> nvidia_smi.NvidiaSmiRecord:
 
 
 def test_amdgpu_driver_is_loaded(host: Any, spec: dict) -> None:
+    """The amdgpu driver is loaded."""
     declared = _declared_gpus(spec)
     loaded = host.file("/sys/module/amdgpu").is_directory
     expect(loaded, "RF-NO-AMD-GPU",
@@ -50,12 +52,14 @@ def test_amdgpu_driver_is_loaded(host: Any, spec: dict) -> None:
 
 
 def test_kfd_device_node_is_present(host: Any, spec: dict) -> None:
+    """/dev/kfd, the GPU compute interface, is present."""
     _declared_gpus(spec)
     expect(host.file("/dev/kfd").exists, "RF-NO-KFD",
            "/dev/kfd does not exist: no AMD GPU compute interface (amdgpu/ROCk not loaded)")
 
 
 def test_rocminfo_lists_every_declared_gpu(host: Any, spec: dict) -> None:
+    """rocminfo lists every declared GPU."""
     declared = _declared_gpus(spec)
     record = _rocminfo(host)
     if not record.rocm_kernel_loaded:
@@ -70,7 +74,7 @@ def test_rocminfo_lists_every_declared_gpu(host: Any, spec: dict) -> None:
 def test_nvidia_smi_lists_every_declared_gpu(host: Any, spec: dict) -> None:
     """NVIDIA nodes of a mixed fleet: discovery through nvidia-smi's query CSV."""
     declared = _declared_gpus(spec, vendor="nvidia")
-    record = _nvidia_query(host, "timeout 60 nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total --format=csv")
+    record = _nvidia_query(host, "nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total --format=csv")
     found = len(record.gpus)
     expect(found == declared, "RF-GPU-MISSING",
            f"nvidia-smi lists {found} GPUs, spec declares {declared}: "
@@ -113,5 +117,5 @@ def test_rocminfo_gpus_are_the_declared_sku(host: Any, spec: dict, targets: Any)
 def test_nvidia_smi_gpus_are_the_declared_sku(host: Any, spec: dict, targets: Any) -> None:
     """NVIDIA nodes: every GPU's name and PCI device id fit the declared profile (h100, h200)."""
     _declared_gpus(spec, vendor="nvidia")
-    record = _nvidia_query(host, "timeout 60 nvidia-smi --query-gpu=index,name,pci.bus_id,pci.device_id --format=csv")
+    record = _nvidia_query(host, "nvidia-smi --query-gpu=index,name,pci.bus_id,pci.device_id --format=csv")
     fail_on_verdicts(identity.judge(identity.from_nvidia_smi(record), targets))

@@ -41,12 +41,11 @@ def _declares_gpus(spec: dict) -> bool:
 
 
 def _telemetry(host: Any, spec: dict) -> tuple[telemetry.GpuSample, ...]:
+    if not _declares_gpus(spec):
+        pytest.skip("the spec declares no GPUs")
     source = telemetry.detect_source(which=gpu_activity.host_which(host), run=gpu_activity.host_run(host))
-    if source is None:
-        if _declares_gpus(spec):
-            expect(False, "RF-GPU-ACTIVITY-UNKNOWN", "none of amd-smi, rocm-smi or nvidia-smi is on the node: the "
-                   "GPUs' counters, temperatures and throttle state cannot be read")
-        pytest.skip("the spec declares no GPUs and no GPU tool is installed")
+    expect(source is not None, "RF-GPU-ACTIVITY-UNKNOWN", "none of amd-smi, rocm-smi or nvidia-smi is on the node: "
+           "the GPUs' counters, temperatures and throttle state cannot be read")
     snap = telemetry.read_once(source, 0.0, 30.0)
     expect(not snap.error, "RF-TOOL-FAILED", f"reading the GPUs failed: {snap.error}")
     return snap.samples
@@ -55,6 +54,7 @@ def _telemetry(host: Any, spec: dict) -> tuple[telemetry.GpuSample, ...]:
 @pytest.mark.gpu
 def test_gpu_error_counters_did_not_grow_since_the_last_health_run(host: Any, spec: dict, record: Any,
                                                                    health_state: HealthState) -> None:
+    """No GPU error counter (ECC, deferred) grew since the last health run."""
     samples = _telemetry(host, spec)
     current = {f"gpu{s.gpu}": {c: getattr(s, c) for c in COUNTERS if getattr(s, c) is not None} for s in samples}
     before = health_state.get("error_counters") or {}
@@ -76,6 +76,7 @@ def test_gpu_error_counters_did_not_grow_since_the_last_health_run(host: Any, sp
 
 def test_no_new_gpu_errors_in_the_kernel_log_since_the_last_health_run(host: Any,
                                                                        health_state: HealthState) -> None:
+    """The kernel log has no new GPU error line since the last health run."""
     boot_id = host.file("/proc/sys/kernel/random/boot_id").content_string.strip()
     uptime = float(host.file("/proc/uptime").content_string.split()[0])
     out = host.run("timeout 30 dmesg --level=err,crit,alert,emerg")
@@ -115,6 +116,7 @@ def _firmware(host: Any, spec: dict) -> dict[str, dict[str, str]]:
 @pytest.mark.gpu
 def test_gpu_firmware_is_the_set_the_node_recorded(host: Any, spec: dict, health_state: HealthState,
                                                     request: pytest.FixtureRequest) -> None:
+    """The GPU firmware is the set the node recorded (a change waits for --accept-changes)."""
     if not _declares_gpus(spec):
         pytest.skip("the spec declares no GPUs")
     current = _firmware(host, spec)
@@ -135,6 +137,7 @@ def test_gpu_firmware_is_the_set_the_node_recorded(host: Any, spec: dict, health
 
 def test_no_process_is_left_holding_a_gpu(host: Any, spec: dict, request: pytest.FixtureRequest,
                                           health_state: HealthState) -> None:
+    """No process is left holding a GPU or its memory while no job runs."""
     if request.config.getoption("--rf-health-jobs-running"):
         pytest.skip("jobs run on the node now: processes on its GPUs are theirs (checked in prolog/epilog and when "
                     "the node is idle)")
@@ -156,8 +159,7 @@ def test_no_process_is_left_holding_a_gpu(host: Any, spec: dict, request: pytest
 @pytest.mark.gpu
 def test_gpus_are_unthrottled_and_cool_enough_now(host: Any, spec: dict, record: Any,
                                                   request: pytest.FixtureRequest) -> None:
-    if not _declares_gpus(spec):
-        pytest.skip("the spec declares no GPUs")
+    """No GPU is throttled by heat or hardware now, and an idle one is below its idle temperature."""
     samples = _telemetry(host, spec)
     targets = request.getfixturevalue("targets")
     verdicts = []

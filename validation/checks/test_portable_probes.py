@@ -55,6 +55,7 @@ def _measurement_extra(m: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("dtype", MATMUL_DTYPES)
 def test_matmul_tflops_per_gpu(torch_gpus: tuple, targets: Any, record: Any, dtype: str) -> None:
+    """Every GPU multiplies matrices correctly at its target rate (PyTorch, per data type)."""
     from validation.probes import torch_probes
 
     verdicts, wrong = [], []
@@ -75,6 +76,7 @@ def test_matmul_tflops_per_gpu(torch_gpus: tuple, targets: Any, record: Any, dty
 
 
 def test_device_copy_bandwidth_per_gpu(torch_gpus: tuple, targets: Any, record: Any) -> None:
+    """Every GPU copies its own memory correctly at its target bandwidth (PyTorch)."""
     from validation.probes import torch_probes
 
     verdicts, wrong = [], []
@@ -90,8 +92,10 @@ def test_device_copy_bandwidth_per_gpu(torch_gpus: tuple, targets: Any, record: 
 
 
 def test_pinned_host_copy_per_gpu(torch_gpus: tuple, targets: Any, record: Any) -> None:
-    """Host memory on the GPU's own NUMA node (judged), and on another node where the host has
-    one (recorded as *_remote_*, so local and remote bandwidth sit side by side)."""
+    """Every GPU copies to and from pinned host memory on its own NUMA node at its target bandwidth.
+
+    Host memory on another node, where the host has one, is recorded beside it (*_remote_*), so
+    local and remote bandwidth sit side by side."""
     from validation.probes import torch_probes
 
     nodes = torch_probes.usable_numa_nodes()
@@ -120,6 +124,7 @@ def test_pinned_host_copy_per_gpu(torch_gpus: tuple, targets: Any, record: Any) 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_conv2d_forward_per_gpu(torch_gpus: tuple, targets: Any, record: Any, dtype: str) -> None:
+    """Every GPU runs the ResNet-50 convolution layers correctly at their target rate (PyTorch)."""
     from validation.probes import torch_probes
 
     verdicts, wrong = [], []
@@ -137,6 +142,7 @@ def test_conv2d_forward_per_gpu(torch_gpus: tuple, targets: Any, record: Any, dt
 
 
 def test_hip_kernel_builds_and_checks_itself_on_every_gpu(torch_gpus: tuple, record: Any) -> None:
+    """A HIP kernel builds and computes the right result on every GPU."""
     from validation.probes import hip_probe
 
     if hip_probe.pick_compiler() is None:

@@ -21,6 +21,7 @@ pytestmark = [pytest.mark.quick, pytest.mark.gpu]
 
 
 def test_every_gpu_and_link_keeps_up_with_its_siblings(measuring_state: NodeMeasuring) -> None:
+    """Every GPU and link is within the allowed gap of the node's other GPUs and links."""
     verdicts = peers.judge_siblings(measuring_state.node, measuring_state.measurements)
     if not verdicts:
         pytest.skip("no per-GPU or per-link throughput or latency was measured in this run")

@@ -77,9 +77,10 @@ def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
 def check_inputs(args: argparse.Namespace) -> None:
     """Refuse, before anything runs, what cannot give a verdict (exit 2 through the CLI)."""
     if not args.hosts.startswith("ansible://") and args.spec is None:
-        raise RocmFleetError(f"validating {args.hosts} needs the node's declared state: pass --spec FILE (the file "
-                             "playbooks/validate.yml writes to /etc/rocm-fleet/spec.yml on each node, or one written "
-                             "from the inventory), or validate from the controller with --hosts ansible://GROUP")
+        raise RocmFleetError(f"validating {args.hosts} needs the node's declared state: pass --spec FILE, written by "
+                             "`rocm-fleet spec -i INVENTORY HOST > FILE` (or the /etc/rocm-fleet/spec.yml that "
+                             "playbooks/validate.yml writes on each node), or validate from the controller with "
+                             "--hosts ansible://GROUP")
     for what, path in (("--spec", args.spec), ("--baseline", args.baseline)):
         if path is not None and not path.is_file():
             raise RocmFleetError(f"{what} {path}: no such file")

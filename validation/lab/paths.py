@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_LAB_NAME = "rflab"
+LAB_PREFIX = "rflab"  # the default lab name is this prefix and the checkout's key
+
+
+def checkout_key(root: Path = REPO_ROOT) -> str:
+    """Six hex digits of the checkout's path: labs started from two clones never share a name."""
+    return hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:6]
+
+
+def default_lab_name(prefix: str = LAB_PREFIX, root: Path = REPO_ROOT) -> str:
+    """'rflab-1a2b3c': the prefix and this checkout's key (a valid host name prefix)."""
+    return f"{prefix}-{checkout_key(root)}"
 
 
 def cache_dir() -> Path:

@@ -4,7 +4,7 @@ Formats: `[  123.456789] text` (dmesg's seconds since boot), `[Tue Mar  4 10:00:
 (`dmesg -T`), `Mar 04 10:00:00 host kernel: text` (journalctl -k; the monotonic seconds are then
 unknown), and bare lines (`dmesg -t`). Lines of other processes in a journal excerpt are kept with
 their source. `gpu_errors` picks the lines that say a GPU is in trouble: amdgpu at error level or
-with an error word, and NVIDIA's `NVRM: Xid` reports.
+with an error word, and NVIDIA's `NVRM: Xid` reports and driver failures.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ _JOURNAL = re.compile(r"^(?P<when>\w{3} \d{2} [\d:]+) (?P<host>\S+) (?P<source>[
 _AMDGPU_ERROR = re.compile(r"\b(error|fail(ed|ure)?|timeout|timed out|fault|reset|hang|uncorrectable|poison|"
                            r"fatal|RAS)\b", re.IGNORECASE)
 _XID = re.compile(r"NVRM: Xid \((?P<where>[^)]*)\): (?P<xid>\d+)")
+# NVIDIA's driver reports a lost or failed GPU without an Xid too ("has fallen off the bus", "probe routine failed")
+_NVRM_ERROR = re.compile(r"NVRM:.*\b(fallen off the bus|failed|error)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,6 +84,7 @@ def gpu_errors(record: DmesgRecord, *, errors_only_log: bool = False) -> tuple[K
     out = []
     for line in record.lines:
         lower = line.text.lower()
-        if _XID.search(line.text) or ("amdgpu" in lower and (errors_only_log or _AMDGPU_ERROR.search(line.text))):
+        if _XID.search(line.text) or _NVRM_ERROR.search(line.text) or (
+                "amdgpu" in lower and (errors_only_log or _AMDGPU_ERROR.search(line.text))):
             out.append(line)
     return tuple(out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -43,11 +44,13 @@ def markdown(nodes: list[dict[str, Any]], summaries: list[MetricSummary]) -> str
     return "\n".join(lines) + "\n"
 
 
+@functools.lru_cache(maxsize=65536)      # the same subjects, units and check ids recur on every node
 def label(value: str) -> str:
     """A Prometheus label value: backslashes, quotes and newlines escaped."""
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
 
 
+@functools.lru_cache(maxsize=4096)
 def _metric_name(name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", name)
 
