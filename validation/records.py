@@ -57,6 +57,7 @@ class GpuProcess:
     bus_id: str | None = None
     vram_mib: float | None = None
     device: str | None = None          # the device file it holds open (/dev/kfd, /dev/dri/renderD128)
+    gpu_uuid: str | None = None        # nvidia-smi --query-compute-apps rows keyed by the GPU's UUID
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -42,7 +42,8 @@ def test_a_second_process_running_matmuls_makes_gpu0_busy_and_is_named(h200: obj
     (gpu,) = reading.gpus
     assert gpu.gpu == 0 and gpu.bus_id == "0000:00:06.0"
     assert gpu.busy_pct == (99.0, 99.0, 99.0) and gpu.vram_used_mib == 1011
-    assert gpu.processes == (GpuProcess(pid=487, name="python3", bus_id="00000000:00:06.0", vram_mib=1002.0),)
+    assert gpu.processes == (GpuProcess(pid=487, name="python3", bus_id="00000000:00:06.0", vram_mib=1002.0,
+                                        gpu_uuid="GPU-c1f2f058-dae2-fbbb-624f-2489d59a7d91"),)
     verdicts = by_metric(idle.judge_activity(reading.gpus, h200, idle.Ownership()))
     procs = verdicts["idle_foreign_processes"]
     assert procs.status is Status.FAIL and procs.code == "RF-GPU-BUSY"

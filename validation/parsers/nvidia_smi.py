@@ -428,6 +428,6 @@ def _parse_apps_csv(body: list[tuple[int, str]], command_line: str | None) -> Nv
             raise ParseError(TOOL, f"pid {row['pid']!r} is not a number", line_no=n, line=line,
                              expected="a process id in the pid column")
         processes.append(GpuProcess(pid=pid, name=_na(row.get("name")), bus_id=_na(row.get("bus_id")),
-                                    vram_mib=_number(_na(row.get("vram_mib")))))
+                                    vram_mib=_number(_na(row.get("vram_mib"))), gpu_uuid=_na(row.get("gpu_uuid"))))
     return NvidiaSmiRecord(view="apps", command_line=command_line, driver_version=None, cuda_version=None,
                            attached_gpus=None, gpus=(), truncated=truncated, processes=tuple(processes))
