@@ -2,9 +2,10 @@
 
     python bench/aggregate_bench.py [--nodes 1000] [--repeats 3]
 
-Prints the generation time, every repeat of the aggregation (load + summarize with iterative
-outliers + Markdown/HTML/JUnit/Prometheus written) and the median, and whether the planted slow
-GPU (node0042/gpu3, 20 % low) was named as an outlier.
+Prints the generation time, every repeat of the aggregation (load + summarize + batch verdicts +
+Markdown/HTML/JUnit/Prometheus written) and the median, and which nodes the batch verdict failed:
+the planted slow GPU (node0042/gpu3, 20 % low) must be named, and no other node (the synthetic
+values are normal noise around round numbers, so any other failure is a false alarm).
 """
 
 from __future__ import annotations
@@ -41,12 +42,13 @@ def main() -> int:
             start = time.perf_counter()
             rc = cli_main(["report", str(results), "--out", str(Path(tmp) / f"out{i}"), "--json"])
             times.append(time.perf_counter() - start)
-            assert rc == 0, rc
+            assert rc == 1, rc       # node0042 fails its batch_peers check
         print("aggregation seconds per repeat: " + ", ".join(f"{t:.2f}" for t in times))
         print(f"median {statistics.median(times):.2f} s over {args.repeats} repeats")
-        xgmi = next(s for s in summarize(load_run(results)) if s.metric == "gemm_bf16_tflops")
-        named = [f"{m.node}/{m.subject}" for m, _ in xgmi.outliers]
-        print(f"planted outlier named: {'node0042/gpu3' in named}; outliers of gemm_bf16_tflops: {named}")
+        failed = sorted({f"{m.node}/{m.subject} {s.metric}" for s in summarize(load_run(results))
+                         for m, _ in s.outliers})
+        print(f"planted slow GPU named: {any(f.startswith('node0042/gpu3') for f in failed)}; "
+              f"batch failures: {failed}")
     return 0
 
 

@@ -10,20 +10,20 @@ Exit codes, the same for every subcommand:
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
-import logging
 import sys
 
 from validation import __version__
-from validation.commands import modules
+from validation.commands import summaries
 from validation.errors import RocmFleetError
 
 EXIT_PASS, EXIT_FAIL, EXIT_NO_VERDICT = 0, 1, 2
 
-log = logging.getLogger("rocm_fleet")
 
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `argv`: the command argv names is registered in full (its module imported);
+    every other command only by name and help line, which is all `--help` shows of them."""
     parser = argparse.ArgumentParser(
         prog="rocm-fleet",
         description="Provision and validate AMD Instinct GPU nodes.",
@@ -33,9 +33,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rocm-fleet {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     sub = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
-    for module in modules():
-        module.register(sub)
+    wanted = _command_in(sys.argv[1:] if argv is None else argv)
+    for summary in summaries():
+        if summary.name == wanted:
+            importlib.import_module(summary.module).register(sub)
+        else:
+            sub.add_parser(summary.name, help=summary.help, add_help=False)
     return parser
+
+
+def _command_in(argv: list[str]) -> str | None:
+    """The subcommand argv names: its first word that is not an option (top-level options take no value)."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def emit_error(exc: BaseException, *, as_json: bool) -> None:
@@ -45,11 +54,14 @@ def emit_error(exc: BaseException, *, as_json: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help/--version exit 0, usage errors exit 2
         return int(exc.code or 0)
+    import logging  # after parsing: `--help` and usage errors do without it
+
+    log = logging.getLogger("rocm_fleet")
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     as_json = bool(getattr(args, "json", False))

@@ -46,6 +46,20 @@ class LinkBandwidth:
     gb_s: float
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuProcess:
+    """One process holding a GPU, as a process view lists it (nvidia-smi, amd-smi process, rocm-smi
+    --showpids). `gpu` is the tool's GPU index where it prints one; `bus_id` where it prints that."""
+
+    pid: int
+    name: str | None = None
+    gpu: int | None = None
+    bus_id: str | None = None
+    vram_mib: float | None = None
+    device: str | None = None          # the device file it holds open (/dev/kfd, /dev/dri/renderD128)
+    gpu_uuid: str | None = None        # nvidia-smi --query-compute-apps rows keyed by the GPU's UUID
+
+
 def to_jsonable(obj: Any) -> Any:
     """Turn records (dataclasses, enums, tuples) into plain JSON-compatible values."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):

@@ -90,7 +90,8 @@ def playbook_acting(inventory: Path, playbook_name: str, *args: str, extra: dict
 
 
 @contextmanager
-def provisioned_lab(name: str, hosts: int, *, port_base: int, inventory: Path, extra: dict) -> Iterator[Lab]:
+def provisioned_lab(name: str, hosts: int, *, port_base: int | None, inventory: Path,
+                    extra: dict) -> Iterator[Lab]:
     """A lab with the mirror, converged by site.yml with `extra`; removed afterwards, also on failure."""
     with Lab(name, hosts, mirror=True, port_base=port_base, inventory_path=inventory) as lab:
         site = playbook(inventory, "site.yml", extra=extra, timeout_s=2400)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -38,6 +39,8 @@ class RecordedHost:
     """answers: command prefix -> fixture path under tests/fixtures; tools: installed tools (None: all);
     files: sysfs path -> content; pci: what the PCI listing of discovery.pci_gpus prints;
     every_path_exists: file() reports any path present (checks that only test existence)."""
+
+    backend = SimpleNamespace(NAME="recorded")     # not "local": checks do not look at this machine's /proc
 
     def __init__(self, answers: dict[str, str], *, tools: set[str] | None = None,
                  files: dict[str, str] | None = None, pci: str = "", every_path_exists: bool = False) -> None:

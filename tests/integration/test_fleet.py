@@ -5,8 +5,8 @@ This module builds its own four-host lab (the session lab has two), provisions i
 and removes it at the end, also on failure. Order matters and is the file order: the upgrade
 leaves hosts on different versions and the last test stops one host.
 
-    ROCM_FLEET_FLEET_LAB_NAME       lab name (default rfflt)
-    ROCM_FLEET_FLEET_LAB_PORT_BASE  SSH port base (default 2640)
+    ROCM_FLEET_FLEET_LAB_NAME       lab name (default rfflt-<checkout key>)
+    ROCM_FLEET_FLEET_LAB_PORT_BASE  SSH port base (default: free ports)
 
 The hosts have no GPU, so every run here passes validation_node_no_gpu; what is proven is the
 fan-out, the gates, the hooks and the bookkeeping, on real hosts over real SSH with real packages.
@@ -24,10 +24,11 @@ from pathlib import Path
 import pytest
 from ansible_run import ROOT, playbook, playbook_acting, provisioned_lab
 
-from validation.lab import Lab
+from validation.lab import Lab, default_lab_name
 
-NAME = os.environ.get("ROCM_FLEET_FLEET_LAB_NAME", "rfflt")
-PORT_BASE = int(os.environ.get("ROCM_FLEET_FLEET_LAB_PORT_BASE", "2640"))
+NAME = os.environ.get("ROCM_FLEET_FLEET_LAB_NAME") or default_lab_name("rfflt")
+_BASE = os.environ.get("ROCM_FLEET_FLEET_LAB_PORT_BASE")
+PORT_BASE = int(_BASE) if _BASE else None
 INVENTORY = ROOT / "inventories" / "lab" / f"{NAME}.yml"     # inside inventories/lab: group_vars apply
 RESULTS = ROOT / "results"
 

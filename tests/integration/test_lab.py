@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from validation.lab import Lab, hosts, mirror
+from validation.errors import LabError
+from validation.lab import Lab, default_lab_name, hosts, mirror
 from validation.lab.podman import LABEL, containers, image_exists, podman
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -231,18 +232,20 @@ def test_stopping_the_mirror_leaves_a_process_that_is_not_the_mirror_alone(tmp_p
 
 
 # ---------------------------------------------------------------- down and cleanup
+DOWN, RAISE, OTHER = (default_lab_name(prefix) for prefix in ("rfdown", "rfraise", "rfother"))
+
+
 def test_lab_down_removes_every_container_with_the_label_and_keeps_the_image(tmp_path: Path) -> None:
-    small = Lab("rfdown", 1, mirror=False, port_base=2260, state_dir=tmp_path / "state",
-                inventory_path=tmp_path / "hosts.yml")
+    small = Lab(DOWN, 1, mirror=False, state_dir=tmp_path / "state", inventory_path=tmp_path / "hosts.yml")
     info = small.up()
     try:
-        assert containers("rfdown") == ["rfdown-1"]
+        assert containers(DOWN) == [f"{DOWN}-1"]
         assert info.inventory.exists()
     finally:
         removed = small.down()
-    assert removed == ["rfdown-1"]
-    assert containers("rfdown") == []
-    assert podman(["ps", "-a", "--filter", f"label={LABEL}=rfdown", "--format", "{{.Names}}"]).stdout == ""
+    assert removed == [f"{DOWN}-1"]
+    assert containers(DOWN) == []
+    assert podman(["ps", "-a", "--filter", f"label={LABEL}={DOWN}", "--format", "{{.Names}}"]).stdout == ""
     assert not info.inventory.exists()
     assert image_exists(info.image)
     assert small.down() == []   # idempotent
@@ -250,12 +253,60 @@ def test_lab_down_removes_every_container_with_the_label_and_keeps_the_image(tmp
 
 def test_lab_context_removes_its_hosts_when_the_body_raises(tmp_path: Path) -> None:
     def body() -> None:
-        with Lab("rfraise", 1, mirror=False, port_base=2265, state_dir=tmp_path / "state",
+        with Lab(RAISE, 1, mirror=False, state_dir=tmp_path / "state",
                  inventory_path=tmp_path / "hosts.yml") as small:
-            assert containers("rfraise") == ["rfraise-1"]
-            assert small.run("rfraise-1", ["true"]).returncode == 0
+            assert containers(RAISE) == [f"{RAISE}-1"]
+            assert small.run(f"{RAISE}-1", ["true"]).returncode == 0
             raise RuntimeError("test body failed")
 
     with pytest.raises(RuntimeError, match="test body failed"):
         body()
-    assert containers("rfraise") == []
+    assert containers(RAISE) == []
+
+
+# ---------------------------------------------------------------- two checkouts, one machine
+def test_a_lab_of_the_same_name_from_another_checkout_is_refused_and_left_alone(tmp_path: Path) -> None:
+    """Two clones that ask for the same lab name: the second is refused with the first's checkout
+    named, and neither its `up` nor its `down` touches the first one's host."""
+    first = Lab(OTHER, 1, mirror=False, state_dir=tmp_path / "a", inventory_path=tmp_path / "a.yml",
+                checkout=tmp_path / "clone-a")
+    second = Lab(OTHER, 1, mirror=False, state_dir=tmp_path / "b", inventory_path=tmp_path / "b.yml",
+                 checkout=tmp_path / "clone-b")
+    info = first.up()
+    try:
+        created = podman(["inspect", "--format", "{{.Created}}", f"{OTHER}-1"]).stdout
+        with pytest.raises(LabError, match=f"lab {OTHER} is up, started from another checkout "
+                           f"\\({tmp_path / 'clone-a'}\\).*left alone"):
+            second.up()
+        assert second.down() == []
+        assert podman(["inspect", "--format", "{{.Created}}", f"{OTHER}-1"]).stdout == created
+        assert first.ssh(f"{OTHER}-1", ["true"]).returncode == 0
+        assert info.hosts[0].port == int(podman(["inspect", "--format",
+                                                 f"{{{{index .Config.Labels \"{LABEL}.port\"}}}}",
+                                                 f"{OTHER}-1"]).stdout)
+    finally:
+        first.down()
+    assert containers(OTHER) == []
+
+
+def test_two_labs_started_at_once_get_different_free_ports_and_both_come_up(tmp_path: Path) -> None:
+    """`lab up` from two processes at the same moment (two clones, two CI jobs), no --port-base:
+    each lab gets its own ports, and a port another lab holds is never chosen."""
+    names = [default_lab_name(f"rfpar{i}") for i in (1, 2)]
+    argv = [[str(Path(sys.executable).parent / "rocm-fleet"), "lab", "up", "--name", name, "--hosts", "2",
+             "--no-mirror", "--state-dir", str(tmp_path / name), "--inventory", str(tmp_path / f"{name}.yml")]
+            for name in names]
+    try:
+        procs = [subprocess.Popen(a, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for a in argv]
+        outs = [p.communicate(timeout=300) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], outs
+        ports = [yaml.safe_load((tmp_path / f"{name}.yml").read_text())["all"]["children"]["gpu_nodes"]
+                 ["children"]["lab"]["hosts"] for name in names]
+        taken = [h["ansible_port"] for hosts_ in ports for h in hosts_.values()]
+        assert len(set(taken)) == 4, ports
+    finally:
+        for name in names:
+            subprocess.run([*argv[names.index(name)][:2], "down", "--name", name, "--state-dir",
+                            str(tmp_path / name), "--inventory", str(tmp_path / f"{name}.yml")],
+                           capture_output=True, timeout=120, check=False)
+    assert all(containers(name) == [] for name in names)

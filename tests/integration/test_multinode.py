@@ -1,7 +1,8 @@
 """Multi-node launch on three lab hosts: real OpenMPI over real SSH through `rocm-fleet cluster`.
 
-Its own lab (name $ROCM_FLEET_MPI_LAB_NAME, default rfmpi; SSH ports $ROCM_FLEET_MPI_PORT_BASE + 1..3,
-default 2441-2443; inventory in a temporary directory), removed at the end also on failure.
+Its own lab (name $ROCM_FLEET_MPI_LAB_NAME, default rfmpi-<checkout key>; SSH ports
+$ROCM_FLEET_MPI_PORT_BASE + 1..3, default 2441-2443; inventory in a temporary directory),
+removed at the end also on failure.
 The hosts get the lab mirror as their only package source (the Debian
 archive line is removed first, so the mirror must carry everything; three tasks here instead of
 rocm_repo, which other tests cover), then playbooks/cluster.yml:
@@ -32,14 +33,14 @@ import yaml
 from ansible_run import ROOT, PlaybookRun, run_playbook
 from cluster_lab import cli, cluster_inventory, leftovers, mirror_only_play
 
-from validation.lab import Lab
+from validation.lab import Lab, default_lab_name
 from validation.multinode.inventory import load_cluster
 from validation.multinode.remote import ssh_argv, sweep
 from validation.probes import runner
 
 pytestmark = pytest.mark.lab
 
-LAB = os.environ.get("ROCM_FLEET_MPI_LAB_NAME", "rfmpi")
+LAB = os.environ.get("ROCM_FLEET_MPI_LAB_NAME") or default_lab_name("rfmpi")
 PORT_BASE = int(os.environ.get("ROCM_FLEET_MPI_PORT_BASE", "2440"))
 HOSTS = [f"{LAB}-1", f"{LAB}-2", f"{LAB}-3"]
 H1, H2, H3 = HOSTS

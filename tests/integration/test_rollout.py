@@ -3,10 +3,10 @@ that says what really happened, also a host that fails its baseline, a host whos
 host that stops answering mid-upgrade; a change that needs a reboot reboots once and the host comes
 back and validates; a host that does not come back fails clearly while its batch goes on.
 
-Its own lab ($ROCM_FLEET_ROLLOUT_LAB_NAME, default rfrol; SSH ports $ROCM_FLEET_ROLLOUT_PORT_BASE + 1..2,
-default 2841-2842), inventory inside inventories/lab/ so group_vars/lab.yml applies, provisioned
-with site.yml; removed at the end, also on failure. The kernel-wide settings (THP, NUMA balancing)
-are left as the machine has them.
+Its own lab ($ROCM_FLEET_ROLLOUT_LAB_NAME, default rfrol-<checkout key>; SSH ports
+$ROCM_FLEET_ROLLOUT_PORT_BASE + 1..2, default free ones), inventory inside inventories/lab/ so
+group_vars/lab.yml applies, provisioned with site.yml; removed at the end, also on failure. The
+kernel-wide settings (THP, NUMA balancing) are left as the machine has them.
 
 How a lab host reboots: it is a podman container started with --restart=always. `shutdown -r` in it
 makes its systemd exit, the container exits and podman starts it again: a real new boot of the
@@ -30,11 +30,12 @@ from pathlib import Path
 import pytest
 from ansible_run import ROOT, PlaybookRun, playbook, playbook_acting, provisioned_lab
 
-from validation.lab import Lab
+from validation.lab import Lab, default_lab_name
 from validation.lab.podman import podman
 
-NAME = os.environ.get("ROCM_FLEET_ROLLOUT_LAB_NAME", "rfrol")
-PORT_BASE = int(os.environ.get("ROCM_FLEET_ROLLOUT_PORT_BASE", "2840"))
+NAME = os.environ.get("ROCM_FLEET_ROLLOUT_LAB_NAME") or default_lab_name("rfrol")
+_BASE = os.environ.get("ROCM_FLEET_ROLLOUT_PORT_BASE")
+PORT_BASE = int(_BASE) if _BASE else None
 INVENTORY = ROOT / "inventories" / "lab" / f"{NAME}.yml"     # inside inventories/lab: group_vars apply
 RESULTS = ROOT / "results"
 H1, H2 = f"{NAME}-1", f"{NAME}-2"

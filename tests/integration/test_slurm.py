@@ -1,7 +1,8 @@
 """Multi-node launch through Slurm's srun on two lab hosts: real Slurm 24.11, real OpenMPI 5 over PMIx.
 
-Its own lab (name $ROCM_FLEET_SLURM_LAB_NAME, default rfslm; SSH ports $ROCM_FLEET_SLURM_PORT_BASE + 1..2,
-default 2741-2742; inventory in a temporary directory), removed at the end also on failure.
+Its own lab (name $ROCM_FLEET_SLURM_LAB_NAME, default rfslm-<checkout key>; SSH ports
+$ROCM_FLEET_SLURM_PORT_BASE + 1..2, default 2741-2742; inventory in a temporary directory),
+removed at the end also on failure.
 The hosts get the lab mirror as their only package source, then
 tests/integration/playbooks/lab_slurm.yml makes them a small real Slurm cluster (the site's
 Slurm: rocm-fleet does not install Slurm), then playbooks/cluster.yml with
@@ -29,11 +30,11 @@ import yaml
 from ansible_run import ROOT, PlaybookRun, run_playbook
 from cluster_lab import cli, cluster_inventory, leftovers, mirror_only_play
 
-from validation.lab import Lab
+from validation.lab import Lab, default_lab_name
 
 pytestmark = pytest.mark.lab
 
-LAB = os.environ.get("ROCM_FLEET_SLURM_LAB_NAME", "rfslm")
+LAB = os.environ.get("ROCM_FLEET_SLURM_LAB_NAME") or default_lab_name("rfslm")
 PORT_BASE = int(os.environ.get("ROCM_FLEET_SLURM_PORT_BASE", "2740"))
 HOSTS = [f"{LAB}-1", f"{LAB}-2"]
 SMOKE = "/etc/rocm-fleet/cluster/rocm_fleet_mpi_smoke.py"

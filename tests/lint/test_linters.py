@@ -23,12 +23,37 @@ def test_ruff_is_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+# The repository's own inventories; a user's copy (README: `cp -r inventories/example inventories/prod`)
+# is theirs to lint, not this suite's.
+INVENTORIES = ["inventories/example", "inventories/lab/group_vars"]
+
+
+def tracked_yaml() -> list[str]:
+    """The YAML files git tracks: the repository's, never a user's own files in the checkout."""
+    listed = run(["git", "ls-files", "--", "*.yml", "*.yaml"])
+    assert listed.returncode == 0, listed.stderr
+    return listed.stdout.split()
+
+
+def test_lint_reads_only_what_the_repository_tracks() -> None:
+    user_copy = ROOT / "inventories" / "prod-lint-probe" / "group_vars" / "all.yml"
+    user_copy.parent.mkdir(parents=True)
+    try:
+        user_copy.write_text("rocm_version: [unclosed\n")
+        assert not [f for f in tracked_yaml() if f.startswith("inventories/prod-lint-probe")]
+        assert "inventories/example/group_vars/mi300x.yml" in tracked_yaml()
+    finally:
+        user_copy.unlink()
+        user_copy.parent.rmdir()
+        user_copy.parent.parent.rmdir()
+
+
 def test_yamllint_is_clean() -> None:
-    result = run([str(BIN / "yamllint"), "--strict", "."])
+    result = run([str(BIN / "yamllint"), "--strict", *tracked_yaml()])
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ansible_lint_production_profile_is_clean() -> None:
     result = run([str(BIN / "ansible-lint"), "--profile", "production", "--offline", "roles", "playbooks",
-                  "inventories"])
+                  *INVENTORIES])
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]

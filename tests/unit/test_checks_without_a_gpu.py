@@ -8,6 +8,7 @@ is mocked. It is the "no device" path of every probe.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -56,3 +57,16 @@ def test_results_carry_provenance(amd_node_run: tuple) -> None:
     _, doc, _ = amd_node_run
     assert doc["provenance"]["kernel"] and doc["provenance"]["command"]
     assert doc["provenance"]["gpus_on_pci_bus"] == []
+
+
+@pytest.mark.skipif(shutil.which("rocminfo") is not None, reason="this machine has rocminfo installed")
+def test_a_missing_rocminfo_is_reported_as_not_installed(amd_node_run: tuple) -> None:
+    """On this machine rocminfo is really absent: timeout(1) cannot run it, and the check says so
+    instead of calling timeout's own message "output not understood"."""
+    _, doc, _ = amd_node_run
+    (check,) = by_name(doc, "test_rocminfo_lists_every_declared_gpu")
+    assert check["status"] == "fail" and check["code"] == "RF-TOOL-MISSING", check
+    assert check["message"].startswith("rocminfo is not installed on this node (exit 127: timeout: failed to run "
+                                       "command"), check["message"]
+    assert "not understood" not in check["message"]
+    assert "rocm_packages" in check["message"] + check["hint"]

@@ -1,4 +1,4 @@
-"""Fleet aggregation: statistics, iterative outliers, comparison, and the report files."""
+"""Fleet aggregation: statistics, batch verdicts, comparison, and the report files."""
 
 from __future__ import annotations
 
@@ -31,24 +31,37 @@ def test_summary_gives_p50_min_max_over_node_and_gpu_members() -> None:
 
 
 def test_the_slow_gpu_is_the_only_outlier_and_is_named() -> None:
-    (s,) = fleet.summarize(FLEET, outlier_threshold=0.05)
+    (s,) = fleet.summarize(FLEET)
     assert [(m.node, m.subject) for m, _ in s.outliers] == [("n9", "gpu1")]
-    assert round(s.outliers[0][1], 3) == round((601.0 - 450.0) / 601.0, 3)
+    assert round(s.outliers[0][1], 3) == round((601.0 - 450.0) / 601.0, 3)   # 25.1 % below the median 601
 
 
-def test_iterative_baseline_drops_a_cluster_of_bad_members_before_judging() -> None:
-    members = [fleet.Member(node=f"n{i}", subject="gpu0", value=100.0) for i in range(6)] + [
-        fleet.Member(node=f"b{i}", subject="gpu0", value=70.0) for i in range(4)]
-    baseline, outliers = fleet.iterative_baseline(members, threshold=0.05, higher_is_better=True)
-    assert baseline == 100.0
-    assert sorted(m.node for m in outliers) == ["b0", "b1", "b2", "b3"]
+def test_a_cluster_of_four_bad_nodes_among_ten_is_still_named() -> None:
+    docs = [node(f"n{i}", {"gpu0": 100.0}) for i in range(6)] + [node(f"b{i}", {"gpu0": 70.0}) for i in range(4)]
+    (s,) = fleet.summarize(docs)
+    assert s.baseline == 100.0
+    assert sorted(m.node for m, _ in s.outliers) == ["b0", "b1", "b2", "b3"]
 
 
 def test_lower_is_better_metrics_flag_high_values() -> None:
-    members = [fleet.Member(node=f"n{i}", subject="gpu0", value=10.0) for i in range(5)] + [
-        fleet.Member(node="slow", subject="gpu0", value=12.0)]
-    _, outliers = fleet.iterative_baseline(members, threshold=0.05, higher_is_better=False)
-    assert [m.node for m in outliers] == ["slow"]
+    docs = [node(f"n{i}", {"gpu0": 10.0}) for i in range(5)] + [node("slow", {"gpu0": 12.0})]
+    for d in docs:
+        for m in d["measurements"]:
+            m.update(metric="kernel_launch_us", unit="us", higher_is_better=False)
+    (s,) = fleet.summarize(docs)
+    assert [m.node for m, _ in s.outliers] == ["slow"]          # 20 % above, the latency floor is 10 %
+
+
+def test_report_fails_the_node_behind_the_batch_and_says_how_far_below(tmp_path: Path, capsys) -> None:
+    for doc in FLEET:
+        (tmp_path / f"{doc['host']}.json").write_text(json.dumps(doc))
+    assert main(["report", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "n9/gpu1 25.1% below" in out and "+" not in out.split("behind the")[1].split("\n")[0]
+    junit = ET.parse(tmp_path / "fleet-junit.xml").getroot()
+    failed = [c for c in junit.iter("testcase") if c.find("failure") is not None]
+    assert [(c.get("classname"), c.get("name")) for c in failed] == [("n9", "batch_peers")]
+    assert "RF-BATCH-GAP" in failed[0].find("failure").get("message")
 
 
 def test_compare_flags_a_regression_beyond_tolerance_and_a_vanished_metric() -> None:
@@ -102,3 +115,12 @@ def test_a_metric_measured_twice_on_one_node_is_one_member_its_last_value() -> N
     twice["measurements"].append({**twice["measurements"][0], "value": 300.0})
     (s,) = fleet.summarize([twice])
     assert s.count == 1 and s.p50 == 300.0 and not s.outliers
+
+
+def test_a_node_level_number_has_no_siblings_but_is_judged_against_the_batch() -> None:
+    docs = [node(f"n{i}", {"node": 320.0 + i}) for i in range(6)] + [node("slow", {"node": 250.0})]
+    for d in docs:
+        for m in d["measurements"]:
+            m.update(metric="allreduce_busbw_16g_gb_s", unit="GB/s")
+    (s,) = fleet.summarize(docs)
+    assert [(m.node, m.subject) for m, _ in s.outliers] == [("slow", "node")]

@@ -41,6 +41,30 @@ def test_a_port_in_use_is_refused_with_the_port_and_the_option_to_change() -> No
         inventory.plan_hosts("rftest", 3, 2240, is_free=lambda port: port != 2242)
 
 
+def test_free_ports_are_searched_in_blocks_of_ten_past_ports_in_use_or_held() -> None:
+    held = {2221, 2232}   # a listening sshd in the first block, another lab's stopped host in the second
+    assert inventory.choose_port_base(2, lambda port: port not in held, start=2220) == 2240
+    assert inventory.choose_port_base(1, lambda port: port not in held, start=2220) == 2230  # 2231 is free
+    assert inventory.choose_port_base(12, lambda port: True, start=2220) == 2220
+
+
+def test_a_lab_larger_than_ten_hosts_steps_past_a_whole_block() -> None:
+    assert inventory.choose_port_base(12, lambda port: port != 2225, start=2220) == 2240
+
+
+def test_no_free_block_is_an_error_that_names_the_way_out() -> None:
+    with pytest.raises(LabError, match=r"no 2 free ports on 127\.0\.0\.1 between 2221 and 2300.*--port-base"):
+        inventory.choose_port_base(2, lambda port: False, start=2220, stop=2300)
+
+
+def test_the_default_lab_name_is_keyed_to_the_checkout() -> None:
+    from validation.lab.paths import checkout_key, default_lab_name
+
+    assert default_lab_name("rfdemo", Path("/srv/clone-a")) != default_lab_name("rfdemo", Path("/srv/clone-b"))
+    assert default_lab_name("rfdemo", Path("/srv/clone-a")) == f"rfdemo-{checkout_key(Path('/srv/clone-a'))}"
+    inventory.check_name(default_lab_name("rfdemo", Path("/srv/clone-a")))   # a valid host name prefix
+
+
 @pytest.mark.parametrize("name", ["RFlab", "rf_lab", "1lab", "", "a" * 32])
 def test_a_lab_name_that_cannot_prefix_a_hostname_is_refused(name: str) -> None:
     with pytest.raises(LabError, match="not usable as a host name prefix"):

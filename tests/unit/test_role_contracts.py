@@ -51,6 +51,21 @@ def test_variables_reference_is_generated_from_the_specs() -> None:
         "docs/variables.md is stale; run: python -m validation.docgen > docs/variables.md")
 
 
+def test_every_failure_code_has_one_hint_in_one_table() -> None:
+    from validation.checks.outcome import CHECK_CODES
+    from validation.checks.tuning_codes import TUNING_CODES
+    from validation.judge import CODES
+
+    tables = {"validation/judge.py": CODES, "validation/checks/outcome.py": CHECK_CODES,
+              "validation/checks/tuning_codes.py": TUNING_CODES}
+    seen: dict[str, list[str]] = {}
+    for where, table in tables.items():
+        for code in table:
+            seen.setdefault(code, []).append(where)
+    twice = {code: where for code, where in seen.items() if len(where) > 1}
+    assert not twice, f"codes with a hint in more than one table (docs/codes.md lists them twice): {twice}"
+
+
 def test_failure_code_reference_is_generated_from_the_code_tables() -> None:
     assert (ROOT / "docs" / "codes.md").read_text() == docgen.render_codes(), (
         "docs/codes.md is stale; run: python -m validation.docgen codes > docs/codes.md")

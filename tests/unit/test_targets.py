@@ -1,6 +1,6 @@
 """Per-SKU target files, the loader's validation, selection, overrides and the `targets` CLI.
 
-Expected numbers are typed from ../shared/reference/validation.md, not read back from the loader.
+Expected numbers are typed from the public sources each target's `source` names, not read back from the loader.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -34,3 +35,33 @@ def version_matches(version: str, pattern: str) -> bool:
 def repo_dir(version: str) -> str:
     parts = str(version).split(".")
     return ".".join(parts[:2]) if len(parts) == 3 and parts[2] == "0" else str(version)
+
+
+# Read-only facts recorded once per node and run; each is a command that may fail (then null).
+PROVENANCE_COMMANDS = {
+    "hostname": "hostname",
+    "kernel": "uname -r",
+    "os_release": "cat /etc/os-release",
+    "kernel_cmdline": "cat /proc/cmdline",
+    "rocm_version": "cat /opt/rocm/.info/version",
+    "amdgpu_driver_version": "cat /sys/module/amdgpu/version",
+    "bios_version": "cat /sys/class/dmi/id/bios_version",
+    "system_product": "cat /sys/class/dmi/id/product_name",
+    "rocminfo_package": "dpkg-query -W -f '${Version}' rocminfo",
+    "amd_smi_version": "amd-smi version",
+    "gpu_asic": "amd-smi static --asic --json",       # market name, device id, ASIC serial per GPU
+    "gpu_firmware": "amd-smi firmware --json",
+    "nvidia_driver": "nvidia-smi --query-gpu=driver_version --format=csv,noheader",
+    "gpu_serials": "nvidia-smi --query-gpu=serial --format=csv,noheader",
+    # The lab's marker (validation/lab/hosts.py): its device checks are expected to fail, no GPU there.
+    "lab_host": "cat /etc/rocm-fleet-lab",
+}
+
+
+def provenance(host: Any, keys: Iterable[str] = PROVENANCE_COMMANDS) -> dict[str, str | None]:
+    """The named facts of PROVENANCE_COMMANDS, each None when its command fails or prints nothing."""
+    facts: dict[str, str | None] = {}
+    for key in keys:
+        out = host.run(f"timeout 20 {PROVENANCE_COMMANDS[key]}")
+        facts[key] = out.stdout.strip() if out.rc == 0 and out.stdout.strip() else None
+    return facts

@@ -6,8 +6,12 @@ raised CheckFailure into the node's results, the JUnit XML and the HTML report.
 
 from __future__ import annotations
 
-# Codes for configuration and software checks (performance and device codes live in
-# validation.judge.CODES). Each maps to the remediation hint shown next to the failure.
+from collections.abc import Iterable
+from typing import Any
+
+# Codes for configuration and software checks (performance and device codes, RF-GPU-MISSING
+# among them, live in validation.judge.CODES; a code is in one table only). Each maps to the
+# remediation hint shown next to the failure.
 CHECK_CODES: dict[str, str] = {
     "RF-CONFIG-ROCM-VERSION": "Re-run `ansible-playbook playbooks/site.yml --tags rocm_repo,rocm` for this host.",
     "RF-CONFIG-COMPAT": "Declare a supported ROCm / amdgpu / OS combination (validation/data/rocm_compat.yml).",
@@ -16,9 +20,9 @@ CHECK_CODES: dict[str, str] = {
     "RF-NO-AMD-GPU": "No AMD GPU is visible: amdgpu/ROCk is not loaded. Check `lspci -d 1002:`, "
                      "`dmesg | grep -i amdgpu`, `modprobe amdgpu`; on a lab host this is expected.",
     "RF-NO-KFD": "/dev/kfd is missing: the amdgpu driver did not initialise the compute interface; check dmesg.",
-    "RF-GPU-MISSING": "Fewer GPUs than declared: check `lspci -d 1002:` and dmesg for init errors; power-cycle, "
-                      "reseat, RMA if it stays missing.",
     "RF-TOOL-FAILED": "A tool failed to run; its output is in the results file.",
+    "RF-TOOL-MISSING": "A tool the check runs is not installed on the node: install the package the message "
+                       "names (ROCm tools come with rocm_packages: re-run site.yml --tags rocm) and re-run.",
     "RF-FIRMWARE": "GPU firmware differs between GPUs or from the pinned set: update with AMD's firmware "
                    "bundle for this driver (amdgpu-dkms-firmware) and reboot; check validation_firmware_pins.",
     "RF-AMDGPU-KERNEL-ERRORS": "amdgpu logged errors: collect `dmesg`, check firmware/IFWI versions and RAS "
@@ -52,3 +56,16 @@ def expect(condition: object, code: str, message: str, hint: str | None = None) 
     __tracebackhide__ = True
     if not condition:
         raise CheckFailure(code, message, hint)
+
+
+def fail_on_verdicts(verdicts: Iterable[Any], *, shown: int = 8) -> None:
+    """Fail the current check with every failing verdict (FAIL, TIMEOUT, ERROR) among `verdicts`,
+    under the first one's code and hint; None entries (nothing judged) are passed over."""
+    __tracebackhide__ = True
+    from validation.records import FAILING
+
+    bad = [v for v in verdicts if v is not None and v.status in FAILING]
+    if bad:
+        more = f"; and {len(bad) - shown} more" if len(bad) > shown else ""
+        raise CheckFailure(bad[0].code or "RF-NOT-REPORTED", "; ".join(v.reason for v in bad[:shown]) + more,
+                           bad[0].hint or None)

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from validation.checks import progress
+from validation.checks import catalog, health, measuring, progress
+from validation.checks.facts import provenance
 from validation.checks.outcome import CheckFailure
 from validation.checks.results import NodeResults
 from validation.checks.spec import Spec, load_spec_file, role_defaults
@@ -35,12 +36,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rf-previous", metavar="FILE|DIR", default=None,
                     help="previous results document or run directory whose check durations set the expected "
                     "times in progress-<node>.json (default: the newest run directory next to --rf-results)")
+    group.addoption("--rf-allow-busy", action="store_true", default=False,
+                    help="measure GPUs that other processes are using; every such number is marked "
+                    "measured_while_busy (default: their measuring checks are skipped and the pre-flight fails)")
+    group.addoption("--rf-health-state", metavar="DIR", default=None,
+                    help="health mode: directory of the node's health memory (error counters, kernel log "
+                    "position, firmware) that the `health` checks compare with and update")
+    group.addoption("--rf-health-jobs-running", action="store_true", default=False,
+                    help="health mode: the node runs jobs now, so processes on its GPUs are theirs, not leftovers")
+    group.addoption("--rf-health-accept", action="store_true", default=False,
+                    help="health mode: take the firmware found now as the node's recorded set (after a validation "
+                    "passed on it)")
+    group.addoption("--rf-baseline", metavar="FILE", default=None,
+                    help="site baseline (rocm-fleet baseline create) to judge against; default: the spec's "
+                    "validation_baseline")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for tier, budget in TIERS.items():
         config.addinivalue_line("markers", f"{tier}: validation tier, runtime in {budget}")
     config.addinivalue_line("markers", "gpu: needs an AMD or NVIDIA GPU on the node")
+    config.addinivalue_line("markers", "health: part of the health mode (`rocm-fleet health`): no load, seconds")
     config.addinivalue_line("markers", "destructive: changes host state; not run by default")
     config.stash[_RESULTS] = {}
 
@@ -49,6 +65,7 @@ def _is_check(item: pytest.Item) -> bool:
     return CHECKS_DIR in Path(str(item.fspath)).resolve().parents
 
 
+@pytest.hookimpl(tryfirst=True)      # before `-m` deselects: the health marker is added here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if not _is_check(item):
@@ -56,6 +73,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         found = [m.name for m in item.iter_markers() if m.name in TIERS]
         if len(found) != 1:
             raise pytest.UsageError(f"{item.nodeid}: needs exactly one tier marker of {list(TIERS)}, has {found}")
+        if item.originalname in health.HEALTH_CHECKS:   # type: ignore[attr-defined]
+            item.add_marker(pytest.mark.health)
+    # The idle pre-flight before anything else, the sibling verdicts and the post-flight after it all.
+    items.sort(key=lambda item: measuring.ORDER.get(getattr(item, "originalname", ""), 1) if _is_check(item) else 1)
+
+
+def _measures(item: pytest.Item) -> bool:
+    """A check that loads the GPU: a quick or acceptance check on a GPU, other than the idle checks."""
+    return (_is_check(item) and item.get_closest_marker("gpu") is not None
+            and _tier_of(item) in measuring.MEASURING_TIERS
+            and getattr(item, "originalname", "") not in measuring.ORDER)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    host = _host_of(item)
+    if host is None or not _measures(item):
+        return
+    state = _measuring_state(item.config, node_name(host, item.config.getoption("--rf-node")))
+    reason = state.skip_reason()
+    if reason:
+        pytest.skip(reason)
 
 
 def _host_of(item: pytest.Item) -> Any:
@@ -67,9 +105,12 @@ def _tier_of(item: pytest.Item) -> str | None:
 
 
 def check_id(item: pytest.Item) -> str:
-    """The id results documents use: the node id without the host parameter when that is the only one."""
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    return item.nodeid.split("[")[0] if set(params) <= {"_testinfra_host"} else item.nodeid
+    """The id results documents use: the node id without the host's own parameter, so one check has
+    one id on every host ('t.py::test_thp[ansible://n1-enabled]' -> 't.py::test_thp[enabled]')."""
+    host = _host_of(item)
+    if host is None:
+        return item.nodeid
+    return catalog.check_key(item.nodeid, node_name(host, item.config.getoption("--rf-node")))
 
 
 _PROGRESS = pytest.StashKey[progress.ProgressBook]()
@@ -120,14 +161,16 @@ def spec(host: Any, request: pytest.FixtureRequest) -> Spec:
         return Spec({**role_defaults(), **load_spec_file(Path(spec_file), name)})
     if host.backend.NAME == "ansible":
         return Spec({**role_defaults(), **host.ansible.get_variables()})
-    pytest.fail(f"no spec for {name}: pass --rf-spec FILE (written by playbooks/validate.yml) "
-                "or run from the controller with --hosts=ansible://GROUP")
+    pytest.fail(f"no spec for {name}: pass the node's declared state with `rocm-fleet validate --spec FILE` "
+                "(pytest: --rf-spec FILE), written by `rocm-fleet spec -i INVENTORY HOST > FILE` (or the "
+                "/etc/rocm-fleet/spec.yml that playbooks/validate.yml writes on each node), or run from the "
+                "controller with --hosts=ansible://GROUP")
 
 
 _RESULTS = pytest.StashKey[dict[str, NodeResults]]()
 
 
-def _results_for(item: pytest.Item, name: str) -> NodeResults | None:
+def results_for(item: pytest.Item, name: str) -> NodeResults | None:
     directory = item.config.getoption("--rf-results")
     if not directory:
         return None
@@ -149,7 +192,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     if not _is_check(item) or host is None:
         return
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        results = _results_for(item, node_name(host, item.config.getoption("--rf-node")))
+        results = results_for(item, node_name(host, item.config.getoption("--rf-node")))
         if results is None:
             return
         code, hint, message = None, None, ""
@@ -174,25 +217,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
 
 _PROVENANCE_DONE = pytest.StashKey[set[str]]()
 
-# Read-only facts recorded once per node and run; each is a command that may fail (then null).
-PROVENANCE_COMMANDS = {
-    "hostname": "hostname",
-    "kernel": "uname -r",
-    "os_release": "cat /etc/os-release",
-    "kernel_cmdline": "cat /proc/cmdline",
-    "rocm_version": "cat /opt/rocm/.info/version",
-    "amdgpu_driver_version": "cat /sys/module/amdgpu/version",
-    "bios_version": "cat /sys/class/dmi/id/bios_version",
-    "system_product": "cat /sys/class/dmi/id/product_name",
-    "rocminfo_package": "dpkg-query -W -f '${Version}' rocminfo",
-    "amd_smi_version": "amd-smi version",
-    "gpu_asic": "amd-smi static --asic --json",       # market name, device id, ASIC serial per GPU
-    "gpu_firmware": "amd-smi firmware --json",
-    "nvidia_driver": "nvidia-smi --query-gpu=driver_version --format=csv,noheader",
-    "gpu_serials": "nvidia-smi --query-gpu=serial --format=csv,noheader",
-}
-
-
 @pytest.fixture(autouse=True)
 def _provenance(request: pytest.FixtureRequest) -> None:
     """Record where and on what the node's checks ran, once per node and session."""
@@ -201,17 +225,15 @@ def _provenance(request: pytest.FixtureRequest) -> None:
     host = request.getfixturevalue("host")
     name = node_name(host, request.config.getoption("--rf-node"))
     done = request.config.stash.setdefault(_PROVENANCE_DONE, set())
-    results = _results_for(request.node, name)
+    results = results_for(request.node, name)
     if name in done or results is None:
         return
     done.add(name)
     from validation import __version__
     from validation.checks import discovery
 
-    facts: dict[str, Any] = {"rocm_fleet_version": __version__, "command": list(sys.argv)}
-    for key, command in PROVENANCE_COMMANDS.items():
-        out = host.run(f"timeout 20 {command}")
-        facts[key] = out.stdout.strip() if out.rc == 0 and out.stdout.strip() else None
+    facts: dict[str, Any] = {"rocm_fleet_version": __version__, "command": list(sys.argv), **provenance(host),
+                             "allow_busy": request.config.getoption("--rf-allow-busy")}
     facts["gpus_on_pci_bus"] = [{"bdf": b, "vendor": v, "device": d} for b, v, d in discovery.pci_gpus(host)]
     try:
         facts["declared_sku"] = request.getfixturevalue("spec").get("validation_target_sku")
@@ -222,22 +244,56 @@ def _provenance(request: pytest.FixtureRequest) -> None:
     results.write()
 
 
+_HEALTH = pytest.StashKey[dict[str, health.HealthState]]()
+
+
 @pytest.fixture
-def record(host: Any, request: pytest.FixtureRequest) -> Any:
+def health_state(host: Any, request: pytest.FixtureRequest) -> health.HealthState:
+    """The node's health memory (previous run's counters, kernel log position, firmware); health mode only."""
+    directory = request.config.getoption("--rf-health-state")
+    if not directory:
+        pytest.skip("compares with the previous health run: runs in `rocm-fleet health` (--rf-health-state)")
+    name = node_name(host, request.config.getoption("--rf-node"))
+    store = request.config.stash.setdefault(_HEALTH, {})
+    if name not in store:
+        store[name] = health.HealthState(Path(directory), name)
+    return store[name]
+
+
+_MEASURING = pytest.StashKey[dict[str, measuring.NodeMeasuring]]()
+
+
+def _measuring_state(config: pytest.Config, name: str, item: pytest.Item | None = None) -> measuring.NodeMeasuring:
+    store = config.stash.setdefault(_MEASURING, {})
+    if name not in store:
+        store[name] = measuring.NodeMeasuring(node=name, allow_busy=config.getoption("--rf-allow-busy"))
+    state = store[name]
+    if state.results is None and item is not None:
+        state.results = results_for(item, name)
+    return state
+
+
+@pytest.fixture
+def measuring_state(host: Any, request: pytest.FixtureRequest) -> measuring.NodeMeasuring:
+    """This node's measuring state: busy GPUs found by the pre-flight, the numbers measured so far."""
+    return _measuring_state(request.config, node_name(host, request.config.getoption("--rf-node")), request.node)
+
+
+@pytest.fixture
+def record(measuring_state: measuring.NodeMeasuring, request: pytest.FixtureRequest) -> Any:
     """record(metric, subject, value, unit, *, higher_is_better=True, status="pass", **extra):
     add one measurement to this node's results document (kept also when the check fails later)."""
-    results = _results_for(request.node, node_name(host, request.config.getoption("--rf-node")))
-
     def add(metric: str, subject: str, value: float | None, unit: str, *, higher_is_better: bool = True,
             status: str = "pass", **extra: Any) -> None:
-        if results is not None:
-            results.add_measurement({"metric": metric, "subject": subject, "value": value, "unit": unit,
-                                     "higher_is_better": higher_is_better, "status": status,
-                                     "check": request.node.nodeid.split("[")[0], **extra})
+        measuring_state.add({"metric": metric, "subject": subject, "value": value, "unit": unit,
+                             "higher_is_better": higher_is_better, "status": status,
+                             "check": request.node.nodeid.split("[")[0], **extra})
     return add
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    for state in session.config.stash.get(_HEALTH, {}).values():
+        state.save()
     for results in session.config.stash.get(_RESULTS, {}).values():
         results.finish()
     book = session.config.stash.get(_PROGRESS, None)

@@ -2,12 +2,16 @@
 
 With `--hosts=ansible://GROUP` the spec is the role defaults overlaid with the host's inventory
 variables; on a node (`--hosts=local://`) it is the spec file that playbooks/validate.yml writes
-from the host's resolved variables (`--rf-spec`). There is no second copy of the desired state.
+from the host's resolved variables (`--rf-spec`), or that `rocm-fleet spec -i INVENTORY HOST`
+prints. There is no second copy of the desired state: `declared_state` is the one rule for what
+such a file holds.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +20,78 @@ import yaml
 from validation.errors import RocmFleetError
 
 ROLES_DIR = Path(__file__).resolve().parents[2] / "roles"
+# The roles whose variables declare a node (roles/validation_node/tasks/install.yml lists the same),
+# in the order their defaults are merged, and the variable names a spec file carries.
+SPEC_ROLES = ("rocm_repo", "amdgpu_driver", "rocm", "node_tuning", "gpu_access", "env_profiles")
+SPEC_VARIABLE = re.compile(r"^(rocm|amdgpu_driver|node_tuning|gpu_access|env_profiles|validation)_")
+# Not the node's state: the validation_node role's own knobs, and the playbooks' run bookkeeping
+# (rocm_fleet_run_id, rocm_fleet_wheelhouse, ... set on every node by validate.yml).
+NOT_SPEC = re.compile(r"^(validation_node|rocm_fleet)_")
+
+
+def spec_role_defaults(roles_dir: Path = ROLES_DIR) -> list[dict[str, Any]]:
+    """The defaults of SPEC_ROLES, in that order, as plain YAML (not templated, as the role reads them)."""
+    out = []
+    for role in SPEC_ROLES:
+        path = roles_dir / role / "defaults" / "main.yml"
+        if not path.is_file():
+            raise RocmFleetError(f"{path} is missing; run rocm-fleet from a checkout of the repository "
+                                 "(the roles' defaults are part of every spec)")
+        out.append(yaml.safe_load(path.read_text()) or {})
+    return out
+
+
+def declared_state(defaults: Sequence[Mapping[str, Any]], host_vars: Mapping[str, Any],
+                   overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The spec of one host: the role defaults, overlaid (shallowly, like Ansible's `combine`) with the
+    host's variables that declare node state (SPEC_VARIABLE, less NOT_SPEC), then with `overrides`."""
+    merged: dict[str, Any] = {}
+    for layer in defaults:
+        merged.update(layer)
+    merged.update({k: v for k, v in host_vars.items() if SPEC_VARIABLE.match(k) and not NOT_SPEC.match(k)})
+    merged.update(overrides or {})
+    return merged
+
+
+def render_spec(state: Mapping[str, Any]) -> str:
+    """YAML text byte for byte as the role writes it (`to_nice_yaml(sort_keys=true)`)."""
+    from ansible.plugins.filter.core import to_nice_yaml  # the role's own filter, so the bytes agree
+
+    return to_nice_yaml(dict(state), sort_keys=True)
+
+
+def inventory_host_vars(inventory: Path, hosts: Sequence[str] = (),
+                        extra_vars: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Host -> its templated variables (inventory, group_vars, host_vars; extra_vars on top, as `-e`
+    does), read with Ansible's own inventory code. No hosts: every host of the inventory."""
+    from ansible.errors import AnsibleError
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+    from ansible.vars.manager import VariableManager
+
+    if not inventory.exists():
+        raise RocmFleetError(f"inventory {inventory}: no such file or directory")
+    loader = DataLoader()
+    manager = InventoryManager(loader=loader, sources=[str(inventory)])
+    known = sorted(h.name for h in manager.get_hosts())
+    if not known:
+        raise RocmFleetError(f"inventory {inventory} lists no hosts (is it an Ansible inventory?)")
+    missing = [h for h in hosts if h not in known]
+    if missing:
+        raise RocmFleetError(f"inventory {inventory} has no host {', '.join(missing)}; it lists "
+                             f"{', '.join(known[:12])}{' ...' if len(known) > 12 else ''}")
+    variables = VariableManager(loader=loader, inventory=manager)
+    out = {}
+    for name in hosts or known:
+        host_vars = {**variables.get_vars(host=manager.get_host(name), include_hostvars=False),
+                     **(extra_vars or {})}
+        templar = Templar(loader=loader, variables=host_vars)
+        try:
+            out[name] = {k: templar.template(v) for k, v in host_vars.items() if SPEC_VARIABLE.match(k)}
+        except AnsibleError as exc:
+            raise RocmFleetError(f"{name}: a variable in {inventory} cannot be templated: {exc}") from exc
+    return out
 
 
 def role_defaults(roles_dir: Path = ROLES_DIR) -> dict[str, Any]:

@@ -84,6 +84,7 @@ def gate(acceptance: Acceptance, record: Any, *metrics: str) -> None:
 
 def test_burnin_ran_on_every_declared_gpu_without_device_errors(acceptance: Acceptance, spec: dict,
                                                                 record: Any) -> None:
+    """The burn-in ran on every declared GPU for its full time without a device error."""
     run, summary = acceptance.run, acceptance.summary
     record("acceptance_summary", "node", None, "", status=summary["verdict"], summary=summary)
     declared = spec.get("validation_gpu_count")
@@ -97,36 +98,44 @@ def test_burnin_ran_on_every_declared_gpu_without_device_errors(acceptance: Acce
 
 
 def test_every_gpu_computes_correct_results_under_sustained_load(acceptance: Acceptance, record: Any) -> None:
+    """Every GPU computes correct results under sustained load."""
     gate(acceptance, record, "burnin_wrong_results_count")
 
 
 def test_gpu_temperature_under_load_stays_below_the_limit(acceptance: Acceptance, record: Any) -> None:
+    """Every GPU stays below its temperature limit under load."""
     gate(acceptance, record, "burnin_temperature_max_c")
 
 
 def test_gpu_power_under_load_stays_within_the_board_limit(acceptance: Acceptance, record: Any) -> None:
+    """Every GPU stays within its board power limit under load."""
     gate(acceptance, record, "burnin_power_max_w")
 
 
 def test_no_uncorrectable_ecc_error_appears_during_the_burnin(acceptance: Acceptance, record: Any) -> None:
+    """No uncorrectable ECC error appears during the burn-in."""
     gate(acceptance, record, "burnin_ecc_uncorrectable_delta")
 
 
 def test_correctable_ecc_errors_during_the_burnin_stay_within_the_threshold(acceptance: Acceptance,
                                                                             record: Any) -> None:
+    """Correctable ECC errors during the burn-in stay within the allowed count."""
     gate(acceptance, record, "burnin_ecc_correctable_delta")
 
 
 def test_clocks_are_not_throttled_beyond_the_allowed_share_of_the_time(acceptance: Acceptance,
                                                                        record: Any) -> None:
+    """No GPU's clocks are throttled for more than the allowed share of the burn-in."""
     gate(acceptance, record, "burnin_throttled_fraction")
 
 
 def test_throughput_holds_from_the_first_to_the_last_window(acceptance: Acceptance, record: Any) -> None:
+    """Every GPU's throughput holds from the first to the last window of the burn-in."""
     gate(acceptance, record, "burnin_bf16_tflops", "burnin_sustained_ratio")
 
 
 def test_serials_and_vbios_are_recorded_for_every_gpu(acceptance: Acceptance, record: Any) -> None:
+    """Every GPU's serial number and VBIOS version are recorded."""
     for item in acceptance.inventory:
         record("gpu_identity", f"gpu{item.gpu}", None, "", status="pass", serial=item.serial,
                vbios_version=item.vbios_version, bus_id=item.bus_id, **item.extra)

@@ -58,6 +58,7 @@ def _owned_0644(host: Any, path: str) -> None:
 
 
 def test_login_environment_has_the_declared_variables(host: Any, spec: dict) -> None:
+    """The login environment profile sets exactly the declared variables."""
     _present(spec)
     _owned_0644(host, LOGIN_FILE)
     drift = differences(wanted_login_env(spec), exports(host.file(LOGIN_FILE).content_string))
@@ -65,6 +66,7 @@ def test_login_environment_has_the_declared_variables(host: Any, spec: dict) -> 
 
 
 def test_login_environment_puts_rocm_on_path(host: Any, spec: dict) -> None:
+    """The login environment puts ROCm's bin directory on PATH."""
     _present(spec)
     mode = spec["env_profiles_rocm_path"]
     bin_dir = f"{spec['env_profiles_rocm_prefix']}/bin"
@@ -76,6 +78,7 @@ def test_login_environment_puts_rocm_on_path(host: Any, spec: dict) -> None:
 
 
 def test_opt_in_profiles_have_the_declared_variables(host: Any, spec: dict) -> None:
+    """Each opt-in environment profile sets exactly its declared variables."""
     _present(spec)
     profiles = spec["env_profiles_profiles"] or {}
     directory = host.file(PROFILE_DIR)
@@ -92,6 +95,7 @@ def test_opt_in_profiles_have_the_declared_variables(host: Any, spec: dict) -> N
 
 
 def test_opt_in_profiles_are_root_owned_and_read_only(host: Any, spec: dict) -> None:
+    """The opt-in environment profiles are owned by root and not writable by others."""
     _present(spec)
     profiles = spec["env_profiles_profiles"] or {}
     if not profiles:
@@ -101,6 +105,7 @@ def test_opt_in_profiles_are_root_owned_and_read_only(host: Any, spec: dict) -> 
 
 
 def test_no_debug_only_variables_reach_the_profiles(host: Any, spec: dict) -> None:
+    """No debug-only ROCm variable reaches a profile unless debugging is allowed."""
     _present(spec)
     if spec["env_profiles_allow_debug"]:
         pytest.skip("spec allows debug-only variables (env_profiles_allow_debug: true)")

@@ -34,6 +34,7 @@ def group_entry(host: Any, group: object) -> tuple[str, int] | None:
 
 
 def test_gpu_groups_exist(host: Any, spec: dict) -> None:
+    """The groups that grant GPU access exist."""
     _present(spec)
     groups = [*spec["gpu_access_groups"], spec["gpu_access_device_group"]]
     missing = [str(g) for g in groups if group_entry(host, g) is None]
@@ -42,6 +43,7 @@ def test_gpu_groups_exist(host: Any, spec: dict) -> None:
 
 
 def test_listed_users_are_in_the_gpu_groups(host: Any, spec: dict) -> None:
+    """Every listed user is in the GPU groups."""
     _present(spec)
     users = spec["gpu_access_users"]
     if not users:
@@ -61,6 +63,7 @@ def test_listed_users_are_in_the_gpu_groups(host: Any, spec: dict) -> None:
 
 
 def test_new_users_get_the_gpu_groups(host: Any, spec: dict) -> None:
+    """New users get the GPU groups (adduser's EXTRA_GROUPS)."""
     _present(spec)
     if not spec["gpu_access_new_users"]:
         pytest.skip("spec sets gpu_access_new_users: false")
@@ -78,6 +81,7 @@ def test_new_users_get_the_gpu_groups(host: Any, spec: dict) -> None:
 
 
 def test_udev_rule_declares_group_and_mode(host: Any, spec: dict) -> None:
+    """The udev rule gives the GPU device nodes the declared group and mode."""
     _present(spec)
     rule = host.file(RULE)
     check(rule.exists, "RF-GPU-ACCESS-UDEV", f"expected {RULE}, found no file")
@@ -105,6 +109,7 @@ def _device_drift(host: Any, spec: dict, path: str) -> str | None:
 
 
 def test_kfd_has_the_declared_group_and_mode(host: Any, spec: dict) -> None:
+    """/dev/kfd has the declared group and mode."""
     _present(spec)
     if not host.file("/dev/kfd").exists:
         pytest.skip("no /dev/kfd on this host (amdgpu not loaded); the udev rule file is checked instead")
@@ -113,6 +118,7 @@ def test_kfd_has_the_declared_group_and_mode(host: Any, spec: dict) -> None:
 
 
 def test_render_nodes_have_the_declared_group_and_mode(host: Any, spec: dict) -> None:
+    """Every /dev/dri render node has the declared group and mode."""
     _present(spec)
     dri = host.file("/dev/dri")
     nodes = sorted(n for n in dri.listdir() if n.startswith("renderD")) if dri.exists else []

@@ -13,6 +13,7 @@ import pytest
 
 from validation import extract, parsers
 from validation.checks.outcome import CheckFailure, expect
+from validation.checks.tools import run_tool
 from validation.errors import ParseError
 from validation.judge import judge_value
 from validation.records import FAILING
@@ -34,9 +35,7 @@ def amd_gpus(host: Any, spec: dict) -> int:
 
 
 def amd_smi(host: Any, *args: str) -> Any:
-    if not host.exists("amd-smi"):
-        raise CheckFailure("RF-TOOL-FAILED", "amd-smi is not installed; add amd-smi-lib to rocm_packages")
-    out = host.run("timeout 120 amd-smi " + " ".join(args))
+    out = run_tool(host, "amd-smi " + " ".join(args), timeout_s=120)
     expect(out.rc == 0, "RF-TOOL-FAILED", f"amd-smi {' '.join(args)} exited {out.rc}: {out.stderr.strip()[:300]}")
     try:
         return parsers.parse("amd-smi", out.stdout)
@@ -54,6 +53,7 @@ def fail_on(verdicts: list, record: Any) -> None:
 
 
 def test_every_gpu_has_the_skus_memory(host: Any, amd_gpus: int, targets: Any, record: Any) -> None:
+    """Every declared GPU is listed by amd-smi with the memory its SKU has."""
     monitor = amd_smi(host, "monitor", "-v")     # VRAM_USED / VRAM_TOTAL per GPU, every 6.x/7.x release
     verdicts = [judge_value("vram_per_gpu_gb", f"gpu{g.index}",
                             None if g.vram_total_mib is None else g.vram_total_mib * MIB / 1e9, targets)
@@ -65,7 +65,8 @@ def test_every_gpu_has_the_skus_memory(host: Any, amd_gpus: int, targets: Any, r
 
 def test_every_gpu_link_runs_at_its_full_pcie_speed_and_width(host: Any, amd_gpus: int, targets: Any,
                                                                record: Any) -> None:
-    out = host.run("timeout 60 lspci -vvv -nn -d 1002:")
+    """Every GPU's PCIe link runs at its full speed and width, without fatal errors."""
+    out = run_tool(host, "lspci -vvv -nn -d 1002:", timeout_s=60)
     expect(out.rc == 0, "RF-TOOL-FAILED", f"lspci exited {out.rc}: {out.stderr.strip()[:300]}")
     verdicts = extract.verdicts_for("lspci", parsers.parse("lspci", out.stdout), targets)
     expect(verdicts, "RF-TOOL-FAILED", "lspci shows no AMD device with link status (run as root for LnkSta)")
@@ -73,6 +74,7 @@ def test_every_gpu_link_runs_at_its_full_pcie_speed_and_width(host: Any, amd_gpu
 
 
 def test_firmware_is_the_same_on_every_gpu_and_matches_any_pins(host: Any, amd_gpus: int, spec: dict) -> None:
+    """GPU firmware is the same on every GPU and matches any pinned versions."""
     firmware = amd_smi(host, "firmware", "--json")
     pins: dict[str, str] = {str(k): str(v) for k, v in (spec.get("validation_firmware_pins") or {}).items()}
     differ: list[str] = []
@@ -90,6 +92,7 @@ def test_firmware_is_the_same_on_every_gpu_and_matches_any_pins(host: Any, amd_g
 
 
 def test_ecc_and_xgmi_error_counters_are_zero(host: Any, amd_gpus: int, targets: Any, record: Any) -> None:
+    """The ECC and xGMI error counters are within the SKU's limits (zero uncorrectable errors)."""
     metric = amd_smi(host, "metric", "--ecc", "--json")
     verdicts = extract.verdicts_for("amd-smi", metric, targets)
     fail_on(verdicts, record)
@@ -100,6 +103,7 @@ def test_ecc_and_xgmi_error_counters_are_zero(host: Any, amd_gpus: int, targets:
 
 
 def test_kernel_log_has_no_amdgpu_errors(host: Any, amd_gpus: int) -> None:
+    """The kernel log has no amdgpu errors."""
     out = host.run("timeout 30 dmesg --level=err,crit,alert,emerg")
     expect(out.rc == 0, "RF-TOOL-FAILED", f"dmesg could not be read (rc {out.rc}); run the checks as root")
     lines = [line for line in out.stdout.splitlines() if "amdgpu" in line.lower()]

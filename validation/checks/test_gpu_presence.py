@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 
-from validation.checks.outcome import expect
-from validation.errors import ParseError
+from validation import identity
+from validation.checks.outcome import CheckFailure, expect, fail_on_verdicts
+from validation.checks.tools import run_tool
+from validation.errors import ParseError, UnknownSkuError
 from validation.parsers import nvidia_smi, rocminfo
 
 pytestmark = [pytest.mark.smoke, pytest.mark.gpu]
@@ -23,7 +25,26 @@ def _declared_gpus(spec: dict, vendor: str = "amd") -> int:
     return int(count)
 
 
+def _rocminfo(host: Any) -> rocminfo.RocminfoRecord:
+    run = run_tool(host, "rocminfo", timeout_s=60)
+    try:
+        return rocminfo.parse(run.stdout + run.stderr)
+    except ParseError as exc:
+        raise CheckFailure("RF-TOOL-FAILED", f"rocminfo output not understood: {exc}") from exc
+
+
+def _nvidia_query(host: Any, command: str) -> nvidia_smi.NvidiaSmiRecord:
+    run = run_tool(host, command, timeout_s=60)
+    expect(run.rc == 0, "RF-NO-NVIDIA-GPU",
+           f"nvidia-smi failed (rc {run.rc}): {(run.stderr or run.stdout).strip()[:300]}")
+    try:
+        return nvidia_smi.parse(run.stdout)
+    except ParseError as exc:
+        raise CheckFailure("RF-TOOL-FAILED", f"nvidia-smi output not understood: {exc}") from exc
+
+
 def test_amdgpu_driver_is_loaded(host: Any, spec: dict) -> None:
+    """The amdgpu driver is loaded."""
     declared = _declared_gpus(spec)
     loaded = host.file("/sys/module/amdgpu").is_directory
     expect(loaded, "RF-NO-AMD-GPU",
@@ -31,19 +52,16 @@ def test_amdgpu_driver_is_loaded(host: Any, spec: dict) -> None:
 
 
 def test_kfd_device_node_is_present(host: Any, spec: dict) -> None:
+    """/dev/kfd, the GPU compute interface, is present."""
     _declared_gpus(spec)
     expect(host.file("/dev/kfd").exists, "RF-NO-KFD",
            "/dev/kfd does not exist: no AMD GPU compute interface (amdgpu/ROCk not loaded)")
 
 
 def test_rocminfo_lists_every_declared_gpu(host: Any, spec: dict) -> None:
+    """rocminfo lists every declared GPU."""
     declared = _declared_gpus(spec)
-    run = host.run("timeout 60 rocminfo")
-    try:
-        record = rocminfo.parse(run.stdout + run.stderr)
-    except ParseError as exc:
-        expect(False, "RF-TOOL-FAILED", f"rocminfo output not understood: {exc}")
-        return
+    record = _rocminfo(host)
     if not record.rocm_kernel_loaded:
         expect(False, "RF-NO-AMD-GPU",
                f"no AMD GPU present: rocminfo says the ROCk module is not loaded; spec declares {declared} GPUs")
@@ -56,14 +74,7 @@ def test_rocminfo_lists_every_declared_gpu(host: Any, spec: dict) -> None:
 def test_nvidia_smi_lists_every_declared_gpu(host: Any, spec: dict) -> None:
     """NVIDIA nodes of a mixed fleet: discovery through nvidia-smi's query CSV."""
     declared = _declared_gpus(spec, vendor="nvidia")
-    run = host.run("timeout 60 nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total --format=csv")
-    expect(run.rc == 0, "RF-NO-NVIDIA-GPU",
-           f"nvidia-smi failed (rc {run.rc}): {(run.stderr or run.stdout).strip()[:300]}")
-    try:
-        record = nvidia_smi.parse(run.stdout)
-    except ParseError as exc:
-        expect(False, "RF-TOOL-FAILED", f"nvidia-smi output not understood: {exc}")
-        return
+    record = _nvidia_query(host, "nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total --format=csv")
     found = len(record.gpus)
     expect(found == declared, "RF-GPU-MISSING",
            f"nvidia-smi lists {found} GPUs, spec declares {declared}: "
@@ -82,7 +93,29 @@ def test_gpus_on_the_pci_bus_are_the_declared_sku(host: Any, spec: dict) -> None
     expect(device is not None, "RF-NO-AMD-GPU" if spec.get("validation_gpu_vendor", "amd") == "amd"
            else "RF-NO-NVIDIA-GPU", f"no GPU on the PCI bus; spec declares {declared}")
     vendor, device_id = device
-    found = select_sku(device_id, int(spec.get("validation_gpu_count") or 0), spec.get("validation_partition"),
-                       vendor=vendor)
-    expect(found.split("-")[0] == str(declared).split("-")[0], "RF-SKU-MISMATCH",
+    try:
+        found = select_sku(device_id, int(spec.get("validation_gpu_count") or 0), spec.get("validation_partition"),
+                           vendor=vendor)
+    except UnknownSkuError as exc:
+        expect(False, "RF-SKU-MISMATCH", f"PCI device {vendor}:{device_id} is none of the known SKUs, the spec "
+                                         f"declares {declared}: {exc}")
+        return
+    # the variant counts: an SR-IOV VF (mi300x-vf) is judged against other targets than bare metal
+    expect(found == str(declared).lower(), "RF-SKU-MISMATCH",
            f"PCI device {vendor}:{device_id} is {found}, the spec declares {declared}")
+
+
+def test_rocminfo_gpus_are_the_declared_sku(host: Any, spec: dict, targets: Any) -> None:
+    """Every GPU agent's Chip ID, Marketing Name and gfx target fit the declared profile (an SR-IOV VF
+    names itself 'VF'; its Chip ID may still be the bare-metal one)."""
+    _declared_gpus(spec)
+    record = _rocminfo(host)
+    expect(record.gpus, "RF-NO-AMD-GPU", "rocminfo lists no GPU agent, so which GPU this is cannot be checked")
+    fail_on_verdicts(identity.judge(identity.from_rocminfo(record), targets))
+
+
+def test_nvidia_smi_gpus_are_the_declared_sku(host: Any, spec: dict, targets: Any) -> None:
+    """NVIDIA nodes: every GPU's name and PCI device id fit the declared profile (h100, h200)."""
+    _declared_gpus(spec, vendor="nvidia")
+    record = _nvidia_query(host, "nvidia-smi --query-gpu=index,name,pci.bus_id,pci.device_id --format=csv")
+    fail_on_verdicts(identity.judge(identity.from_nvidia_smi(record), targets))

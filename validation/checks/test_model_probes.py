@@ -89,6 +89,7 @@ def _expect_recorded(problems: list[tuple[str, str] | None]) -> None:
 @pytest.mark.quick
 @pytest.mark.parametrize("dtype", QUICK_DTYPES)
 def test_resnet50_inference_small_sweep_per_gpu(torch_gpus: tuple, targets: Any, record: Any, dtype: str) -> None:
+    """Every GPU runs ResNet-50 inference correctly (a short sweep of batch sizes and modes)."""
     from validation.probes import model_bench
 
     _sweep_and_record(torch_gpus, targets, record, dataclasses.replace(model_bench.QUICK_PLAN, dtypes=(dtype,)))
@@ -97,6 +98,7 @@ def test_resnet50_inference_small_sweep_per_gpu(torch_gpus: tuple, targets: Any,
 @pytest.mark.acceptance
 @pytest.mark.parametrize("dtype", ACCEPTANCE_DTYPES)
 def test_resnet50_inference_full_sweep_per_gpu(torch_gpus: tuple, targets: Any, record: Any, dtype: str) -> None:
+    """Every GPU runs ResNet-50 inference correctly across the full sweep of types, batches and modes."""
     from validation.probes import model_bench
 
     _sweep_and_record(torch_gpus, targets, record, dataclasses.replace(model_bench.ACCEPTANCE_PLAN, dtypes=(dtype,)))
@@ -145,6 +147,7 @@ def record_scaling(record: Any, targets: Any, result: Any) -> None:
 
 @pytest.mark.quick
 def test_gemm_scaling_over_1_2_4_8_gpus(torch_gpus: tuple, targets: Any, record: Any) -> None:
+    """Matrix multiplication keeps its per-GPU rate when 1, 2, 4 and 8 GPUs run at once."""
     from validation.probes import scaling
 
     result = scaling.scaling(scaling.Workload(probe="matmul", dtype="bf16", size=8192),
@@ -154,6 +157,7 @@ def test_gemm_scaling_over_1_2_4_8_gpus(torch_gpus: tuple, targets: Any, record:
 
 @pytest.mark.acceptance
 def test_resnet50_scaling_over_1_2_4_8_gpus(torch_gpus: tuple, targets: Any, record: Any) -> None:
+    """ResNet-50 keeps its per-GPU throughput when 1, 2, 4 and 8 GPUs run at once."""
     from validation.probes import scaling
 
     result = scaling.scaling(scaling.Workload(probe="resnet50", dtype="bf16", batch=256, mode="graph"),

@@ -94,16 +94,20 @@ def run_and_judge(tool: str, argv: list[str], targets: Any, record: Any, *, gpu:
 
 
 def test_rccl_all_reduce_bus_bandwidth_correctness_and_no_dip(amd_node: int, targets: Any, record: Any) -> None:
+    """RCCL all-reduce across the node's GPUs is correct, meets its bus bandwidth target and does not
+    dip as messages grow."""
     run_and_judge("rccl-tests", native_commands.rccl_collective("all_reduce", gpus=amd_node), targets, record)
 
 
 def test_transferbench_every_gpu_pair_and_host_link(amd_node: int, targets: Any, record: Any) -> None:
+    """TransferBench measures every GPU pair and every host link at its bandwidth target."""
     from validation.parsers import transferbench
 
     run_and_judge("transferbench", transferbench.argv(preset="p2p"), targets, record)
 
 
 def test_rocm_bandwidth_test_where_transferbench_is_absent(amd_node: int, targets: Any, record: Any) -> None:
+    """rocm-bandwidth-test measures the GPU pairs and host links where TransferBench is not installed."""
     from validation.parsers import rocm_bandwidth_test
 
     if runner.which("TransferBench") is not None:
@@ -113,6 +117,7 @@ def test_rocm_bandwidth_test_where_transferbench_is_absent(amd_node: int, target
 
 @pytest.mark.parametrize("gpu", range(8))
 def test_babelstream_hbm_bandwidth_per_gpu(amd_node: int, targets: Any, record: Any, gpu: int) -> None:
+    """Each GPU's HBM bandwidth (BabelStream) meets its target."""
     from validation.parsers import babelstream
 
     if gpu >= amd_node:

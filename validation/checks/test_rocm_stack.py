@@ -21,6 +21,7 @@ def _rocm_node(spec: dict) -> None:
 
 
 def test_declared_rocm_and_driver_are_a_supported_combination(host: Any, spec: dict) -> None:
+    """The declared ROCm, amdgpu driver, OS and kernel are a combination the compatibility table supports."""
     driver = spec.get("amdgpu_driver_version") if spec.get("amdgpu_driver_mode", "dkms") == "dkms" else "inbox"
     combo = compat.Combination(rocm_version=str(spec["rocm_version"]), driver_version=str(driver),
                                os_id=facts.os_id(host), kernel=host.check_output("uname -r"))
@@ -31,6 +32,7 @@ def test_declared_rocm_and_driver_are_a_supported_combination(host: Any, spec: d
 
 
 def test_rocm_packages_are_installed_at_the_declared_versions(host: Any, spec: dict) -> None:
+    """Every declared ROCm package is installed at its declared version."""
     wrong = []
     for name, pattern in facts.wanted_packages(spec):
         package = host.package(name)
@@ -42,6 +44,7 @@ def test_rocm_packages_are_installed_at_the_declared_versions(host: Any, spec: d
 
 
 def test_rocm_version_package_proves_the_declared_release(host: Any, spec: dict) -> None:
+    """The package that carries the ROCm release number shows the declared release."""
     name = spec.get("rocm_version_package", "rocm-core")
     version = host.package(name).version if host.package(name).is_installed else "not installed"
     expect(str(version).startswith(str(spec["rocm_version"])), "RF-CONFIG-ROCM-VERSION",
@@ -49,6 +52,7 @@ def test_rocm_version_package_proves_the_declared_release(host: Any, spec: dict)
 
 
 def test_rocm_packages_are_held(host: Any, spec: dict) -> None:
+    """The ROCm packages are held, so no unattended upgrade moves them."""
     if not spec.get("rocm_hold_packages", True):
         pytest.skip("spec sets rocm_hold_packages: false")
     if not host.exists("apt-mark"):
@@ -59,6 +63,7 @@ def test_rocm_packages_are_held(host: Any, spec: dict) -> None:
 
 
 def test_repository_sources_point_at_the_declared_release(host: Any, spec: dict) -> None:
+    """The apt sources point at the declared ROCm release and keep signature checking on."""
     source = spec.get("rocm_repo_source", "amd")
     sources = host.file("/etc/apt/sources.list.d/rocm-fleet.sources")
     if source == "distro":
@@ -73,6 +78,7 @@ def test_repository_sources_point_at_the_declared_release(host: Any, spec: dict)
 
 
 def test_signing_key_and_pin_are_in_place(host: Any, spec: dict) -> None:
+    """The repository's signing key and the apt pin that prefers it are in place."""
     if spec.get("rocm_repo_source", "amd") == "distro":
         pytest.skip("spec uses distro packages: no key or pin")
     key = host.file("/etc/apt/keyrings/rocm-fleet.asc")
@@ -85,4 +91,5 @@ def test_signing_key_and_pin_are_in_place(host: Any, spec: dict) -> None:
 
 
 def test_rocminfo_is_installed(host: Any) -> None:
+    """rocminfo is installed and on PATH."""
     expect(host.exists("rocminfo"), "RF-CONFIG-ROCM-VERSION", "rocminfo is not on PATH")

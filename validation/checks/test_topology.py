@@ -21,6 +21,7 @@ import pytest
 from validation import parsers, topology
 from validation.checks import discovery
 from validation.checks.outcome import CheckFailure, expect
+from validation.checks.tools import run_tool
 from validation.errors import ParseError
 from validation.judge import Verdict
 from validation.records import FAILING
@@ -56,7 +57,7 @@ def read_topology(host: Any, vendor: str) -> topology.Topology:
 
 
 def _run(host: Any, tool: str, command: str) -> Any:
-    out = host.run(f"timeout {TIMEOUT_S} {command}")
+    out = run_tool(host, command, timeout_s=TIMEOUT_S)
     expect(out.rc == 0, "RF-TOOL-FAILED", f"{command} exited {out.rc}: {out.stderr.strip()[:300]}")
     try:
         return parsers.parse(tool, out.stdout)
@@ -124,6 +125,7 @@ def record_and_fail(verdicts: list[Verdict], record: Any, *, source: str) -> Non
 @pytest.mark.gpu
 def test_every_gpu_pair_is_linked_as_the_sku_expects(host: Any, gpu_node: tuple[str, int], targets: Any,
                                                       record: Any) -> None:
+    """Every GPU pair is linked over the fabric and hop count the SKU expects."""
     vendor, count = gpu_node
     topo = read_topology(host, vendor)
     if count == 1 and not topo.links:
@@ -136,6 +138,7 @@ def test_every_gpu_pair_is_linked_as_the_sku_expects(host: Any, gpu_node: tuple[
 @pytest.mark.gpu
 def test_every_gpu_is_on_its_declared_or_balanced_numa_node(host: Any, gpu_node: tuple[str, int], spec: dict,
                                                             record: Any) -> None:
+    """Every GPU sits on its declared NUMA node, or the GPUs are balanced across the NUMA nodes."""
     vendor, count = gpu_node
     topo = read_topology(host, vendor)
     gpu_numa, origin = topo.gpu_numa, topo.source
@@ -149,6 +152,7 @@ def test_every_gpu_is_on_its_declared_or_balanced_numa_node(host: Any, gpu_node:
 
 
 def test_every_declared_nic_is_on_its_numa_node(host: Any, spec: dict, record: Any) -> None:
+    """Every declared NIC sits on its declared NUMA node."""
     declared = {str(k): int(v) for k, v in (spec.get("validation_nic_numa_nodes") or {}).items()}
     nics = nic_numa(host)
     verdicts = topology.judge_nic_numa(nics, declared=declared, cpu_nodes=cpu_numa_nodes(host))

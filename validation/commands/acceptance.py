@@ -1,10 +1,15 @@
-"""`rocm-fleet acceptance RESULTS_DIR`: acceptance report per node and for the batch."""
+"""`rocm-fleet acceptance RESULTS_DIR`: acceptance report per node and for the batch.
+
+A node whose GPU or link is behind the batch of its SKU (RF-BATCH-GAP, validation/peers.py) is
+rejected like any other failing node: hardware is accepted against its peers, not only against
+published floors."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from validation import fleet
 from validation.errors import RocmFleetError
 from validation.report import load_run
 from validation.report.acceptance import batch_markdown, node_markdown, verdict
@@ -21,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    nodes = with_missing(load_run(args.results), args.expect, [])
+    nodes = fleet.with_batch_checks(with_missing(load_run(args.results), args.expect, []))
     if not nodes:
         raise RocmFleetError(f"no per-node results in {args.results}; run playbooks/acceptance.yml first")
     out = args.out or args.results

@@ -1,4 +1,9 @@
-"""`rocm-fleet compare RUN_A RUN_B`: per-metric deltas by node, regressions flagged."""
+"""`rocm-fleet compare RUN_A RUN_B`: per-metric deltas by node, regressions flagged.
+
+A node whose run did not finish (`complete: false`, or a stand-in for a node that delivered nothing)
+in either run cannot show that nothing regressed: it is listed as incomplete and the exit code is 1,
+like a regression.
+"""
 
 from __future__ import annotations
 
@@ -43,10 +48,26 @@ def run(args: argparse.Namespace) -> int:
                              "compare; validate with a tier that measures (quick: GEMM, HBM, host-GPU and P2P "
                              "bandwidth, RCCL)")
     regressions = [d for d in deltas if d.regression]
+    incomplete = incomplete_runs(before, after)
     if args.json:
-        print(json.dumps({"schema_version": 1, "regressions": len(regressions), "deltas": to_jsonable(deltas)},
-                         indent=2))
+        print(json.dumps({"schema_version": 1, "regressions": len(regressions), "incomplete": incomplete,
+                          "deltas": to_jsonable(deltas)}, indent=2))
     else:
         print(compare_table(deltas))
-        print(f"{len(regressions)} regression(s) beyond {args.tolerance_pct:g}% over {len(deltas)} measurements")
-    return 1 if regressions else 0
+        for entry in incomplete:
+            print(f"INCOMPLETE {entry['node']} ({entry['run']} run): {entry['why']}")
+        print(f"{len(regressions)} regression(s) beyond {args.tolerance_pct:g}% over {len(deltas)} measurements"
+              + (f"; {len(incomplete)} incomplete run(s)" if incomplete else ""))
+    return 1 if regressions or incomplete else 0
+
+
+def incomplete_runs(before: list[dict], after: list[dict]) -> list[dict[str, str]]:
+    """The node runs of either side that did not finish: their numbers cannot show 'no regression'."""
+    out = []
+    for run, docs in (("before", before), ("after", after)):
+        for doc in docs:
+            if doc.get("complete") is False or doc.get("missing"):
+                why = ("no results document" if doc.get("missing") else
+                       "complete: false (the session was interrupted; measurements may be missing)")
+                out.append({"node": str(doc["host"]), "run": run, "why": why})
+    return out

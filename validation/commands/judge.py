@@ -1,21 +1,28 @@
 """`rocm-fleet judge --profile SKU FILE...`: verdicts for tool outputs saved by hand.
 
 Each FILE is `TOOL:PATH` or a plain path whose tool is recognised from its content (the one
-parser that accepts it). Exit 0 when every verdict passes, 1 on any FAIL/TIMEOUT/ERROR verdict,
-2 when an input cannot be used (unreadable, not understood, unknown SKU).
+parser that accepts it; files over 8 MiB must name their tool). Every input is read with a size limit
+(--max-input-mb, default 64 MiB). An output that does not prove what a verdict says is never a PASS:
+another GPU than the profile's is RF-SKU-MISMATCH, a cut-short output RF-INCOMPLETE-OUTPUT, and a target
+whose range or configuration the run did not cover is recorded with the reason. Exit 0 when every
+verdict passes, 1 on any FAIL/TIMEOUT/ERROR verdict, 2 when an input cannot be used (unreadable, too
+large, not understood, unknown SKU).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
+import sys
 from pathlib import Path
 
-from validation import extract, parsers
+from validation import baseline, extract, inputs, parsers
 from validation.errors import ParseError, RocmFleetError
 from validation.judge import aggregate
 from validation.records import Status, to_jsonable
 from validation.targets import load_targets
+from validation.targets.model import TargetProfile
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,12 +32,41 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpus", type=int, default=None, help="GPU count the outputs were taken with (default: SKU's)")
     p.add_argument("--partition", default=None, help="partition mode, e.g. CPX/NPS4")
     p.add_argument("--strict", action="store_true", help="WARN counts as failure")
+    p.add_argument("--baseline", type=Path, default=None, metavar="FILE",
+                   help="site baseline (rocm-fleet baseline create), applied where it is stricter or nothing is "
+                   "published")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--max-input-mb", type=float, default=None, metavar="MB",
+                   help=f"refuse an input larger than this (default ${inputs.ENV_VARIABLE} or "
+                   f"{inputs.DEFAULT_MAX_INPUT_MB})")
     p.add_argument("files", nargs="+", metavar="FILE", help="TOOL:PATH or PATH; tools: " + ", ".join(extract.JUDGES))
     p.set_defaults(run=run)
 
 
+# Recognising the tool parses the text with every parser; past this size the file must name its tool.
+DETECT_LIMIT = 8 << 20
+
+
+def split_spec(spec: str) -> tuple[str, Path]:
+    """("rccl-tests", path) from "rccl-tests:PATH"; ("", path) for a plain path. A prefix that names
+    a parser without a judge, or that looks like a tool name in front of a missing file, is refused
+    with the list of tools instead of a misleading 'no such file'."""
+    prefix, sep, rest = spec.partition(":")
+    if sep and prefix in extract.JUDGES:
+        return prefix, Path(rest)
+    if sep and prefix in parsers.tools():
+        raise RocmFleetError(f"{spec}: {prefix} outputs are parsed (rocm-fleet parse {prefix} FILE) but not judged; "
+                             f"judged tools: {', '.join(extract.JUDGES)}")
+    if sep and rest and not Path(spec).exists() and re.fullmatch(r"[A-Za-z][\w.-]*", prefix):
+        raise RocmFleetError(f"{spec}: unknown tool {prefix!r} (and no file of that name); write TOOL:PATH with TOOL "
+                             f"one of {', '.join(extract.JUDGES)}")
+    return "", Path(spec)
+
+
 def detect(path: Path, text: str) -> str:
+    if len(text) > DETECT_LIMIT:
+        raise RocmFleetError(f"{path}: {len(text) / (1 << 20):.0f} MiB is too large to recognise by trying every "
+                             f"parser; write it as TOOL:{path} with TOOL one of {', '.join(extract.JUDGES)}")
     accepted = []
     for tool in extract.JUDGES:
         try:
@@ -46,21 +82,30 @@ def detect(path: Path, text: str) -> str:
                          f"write it as TOOL:{path} with TOOL one of {', '.join(extract.JUDGES)}")
 
 
+def _targets(args: argparse.Namespace, gpu_count: int | None) -> TargetProfile:
+    profile = load_targets(args.profile, gpu_count=gpu_count, partition=args.partition)
+    if args.baseline is None:
+        return profile
+    extra, notes = baseline.overrides(baseline.read(args.baseline), profile)
+    for note in notes:
+        print(f"rocm-fleet: baseline: {note}", file=sys.stderr)
+    return load_targets(args.profile, gpu_count=gpu_count, partition=args.partition, overrides=extra)
+
+
 def run(args: argparse.Namespace) -> int:
-    default = load_targets(args.profile, gpu_count=args.gpus, partition=args.partition)
+    default = _targets(args, args.gpus)
     results = []
+    limit = inputs.limit_bytes(args.max_input_mb)
     for spec in args.files:
-        named = ":" in spec and spec.split(":", 1)[0] in extract.JUDGES
-        tool, _, raw = spec.partition(":") if named else ("", "", spec)
-        path = Path(raw)
-        text = path.read_text(errors="replace")
+        tool, path = split_spec(spec)
+        text = inputs.read_text(path, limit)
         tool = tool or detect(path, text)
         record = parsers.parse(tool, text)
         profile = default
         ranks = getattr(record, "ranks", None)
         if args.gpus is None and ranks and ranks != default.gpu_count:
             # collective bandwidth targets hold for one GPU count (ROCm/rccl#1270): use the run's own
-            profile = load_targets(args.profile, gpu_count=ranks, partition=args.partition)
+            profile = _targets(args, ranks)
         verdicts = extract.verdicts_for(tool, record, profile)
         if not verdicts:
             raise RocmFleetError(f"{path}: {tool} output holds no measurement that {profile.name} has a target for")

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from validation.lab import DEFAULT_HOSTS, DEFAULT_LAB_NAME, DEFAULT_PORT_BASE, Lab
+from validation.lab import DEFAULT_HOSTS, DEFAULT_PORT_BASE, Lab, default_lab_name
 from validation.lab.image import Recipe
 from validation.lab.serve import DEFAULT_LIFETIME_S
 
@@ -22,10 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.add_argument("--hosts", type=int, default=DEFAULT_HOSTS, help=f"host count (default {DEFAULT_HOSTS})")
     up.add_argument("--mirror", action=argparse.BooleanOptionalAction, default=True,
                     help="build and serve the ROCm apt mirror (default: yes)")
-    up.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE,
-                    help=f"host i listens for SSH on 127.0.0.1:<base+i> (default {DEFAULT_PORT_BASE})")
+    up.add_argument("--port-base", type=int, default=None,
+                    help="host i listens for SSH on 127.0.0.1:<base+i> (default: the first free base from "
+                    f"{DEFAULT_PORT_BASE}, skipping ports that other labs hold)")
     up.add_argument("--mirror-port", type=int, default=None,
-                    help="mirror port on 127.0.0.1; 0 = any free port (default 8765 when free, else any)")
+                    help="mirror port on 127.0.0.1 (default: any free port)")
     up.add_argument("--mirror-lifetime-s", type=float, default=DEFAULT_LIFETIME_S,
                     help="the mirror stops by itself after this many seconds (default 3 h)")
     up.add_argument("--debian-mirror", default=None, metavar="URI",
@@ -43,7 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--name", default=DEFAULT_LAB_NAME, help=f"lab name (default {DEFAULT_LAB_NAME})")
+    p.add_argument("--name", default=None,
+                   help=f"lab name (default {default_lab_name()}: rflab and this checkout's key, so labs of "
+                   "two clones never meet)")
     p.add_argument("--state-dir", type=Path, default=None,
                    help="keys, known_hosts, mirror files (default .lab/NAME)")
     p.add_argument("--inventory", type=Path, default=None,

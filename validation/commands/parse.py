@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from validation import parsers
+from validation import inputs, parsers
 from validation.records import to_jsonable
 
 
@@ -18,11 +17,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("tool", choices=parsers.tools(), metavar="TOOL",
                    help="one of: " + ", ".join(parsers.tools()))
     p.add_argument("file", type=Path, metavar="FILE", help="saved output ('-' for stdin)")
+    p.add_argument("--max-input-mb", type=float, default=None, metavar="MB",
+                   help=f"refuse an input larger than this (default ${inputs.ENV_VARIABLE} or "
+                   f"{inputs.DEFAULT_MAX_INPUT_MB})")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    text = sys.stdin.read() if str(args.file) == "-" else args.file.read_text(errors="replace")
+    text = inputs.read_text(args.file, inputs.limit_bytes(args.max_input_mb))
     record = parsers.parse(args.tool, text)
     doc = {"schema_version": 1, "tool": args.tool, "record": to_jsonable(record)}
     print(json.dumps(doc, indent=2))

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from validation import fleet
+from validation import fleet, peers
 from validation.commands import _push
 from validation.errors import RocmFleetError
 from validation.records import to_jsonable
@@ -17,8 +17,9 @@ from validation.report.load import with_missing
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="aggregate a results directory over the fleet")
     p.add_argument("results", type=Path, metavar="RESULTS_DIR", help="directory of per-node JSON documents")
-    p.add_argument("--outlier-pct", type=float, default=5.0,
-                   help="a member worse than the fleet baseline by more than this %% is an outlier (default 5)")
+    p.add_argument("--outlier-pct", type=float, default=None,
+                   help="smallest gap below the batch median that fails a GPU or link, in %% (default per metric "
+                   "family: 5 for throughput, 10 for latency; the peers' scatter and the probe's spread can widen it)")
     p.add_argument("--out", type=Path, default=None, help="write report files here (default RESULTS_DIR)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     p.add_argument("--expect", metavar="NODE", nargs="*", default=[],
@@ -34,11 +35,13 @@ def run(args: argparse.Namespace) -> int:
     if not nodes:
         raise RocmFleetError(f"no per-node results in {args.results}; point at a directory written by "
                              "`rocm-fleet validate` or playbooks/validate.yml")
-    threshold = args.outlier_pct / 100
-    summaries = fleet.summarize(nodes, outlier_threshold=threshold)
+    floor = None if args.outlier_pct is None else args.outlier_pct / 100
+    verdicts = peers.judge_batch(nodes, floor=floor)
+    summaries = fleet.summarize(nodes, verdicts=verdicts)
+    nodes = fleet.with_batch_checks(nodes, verdicts=verdicts)
     out = args.out or args.results
     out.mkdir(parents=True, exist_ok=True)
-    (out / "fleet.md").write_text(fleet_text.markdown(nodes, summaries, threshold=threshold))
+    (out / "fleet.md").write_text(fleet_text.markdown(nodes, summaries))
     (out / "fleet.prom").write_text(fleet_text.prometheus(nodes))
     (out / "fleet-junit.xml").write_text(fleet_text.junit(nodes))
     (out / "fleet.html").write_text(render_html(nodes, title=f"rocm-fleet fleet report ({len(nodes)} nodes)"))
@@ -52,8 +55,9 @@ def run(args: argparse.Namespace) -> int:
         print(render_terminal(nodes))
         for s in summaries:
             if s.outliers:
-                names = ", ".join(f"{m.node}/{m.subject} {dev:+.1%}" for m, dev in s.outliers[:5])
-                print(f"outliers {s.metric}: {names}")
+                names = ", ".join(f"{m.node}/{m.subject} {fleet_text.behind(s, gap)}" for m, gap in s.outliers[:5])
+                more = f" and {len(s.outliers) - 5} more" if len(s.outliers) > 5 else ""
+                print(f"behind the {s.sku} batch median on {s.metric}: {names}{more}")
         print(f"fleet report: {out / 'fleet.md'} {out / 'fleet.html'} {out / 'fleet-junit.xml'} {out / 'fleet.prom'}")
         if pushed and "error" not in pushed:
             print(f"pushed the summary to {pushed['url']}: HTTP {pushed['status_code']}")

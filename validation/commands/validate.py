@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from validation.errors import RocmFleetError
 from validation.report import load_run, render_html, render_terminal
 
 TIER_EXPR = {"smoke": "smoke", "quick": "smoke or quick", "acceptance": "smoke or quick or acceptance"}
@@ -33,6 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=int, default=3600, help="seconds before the whole run is stopped")
     p.add_argument("--no-gpu", action="store_true", help="leave out checks that need a GPU")
     p.add_argument("--strict", action="store_true", help="WARN counts as failure for the exit code")
+    p.add_argument("--allow-busy", action="store_true",
+                   help="measure GPUs that other processes are using (default: the idle pre-flight fails and the "
+                   "measuring checks are skipped); every number so taken is marked measured_while_busy")
+    p.add_argument("--baseline", type=Path, default=None, metavar="FILE",
+                   help="site baseline to judge against (rocm-fleet baseline create); default: the spec's "
+                   "validation_baseline")
     p.set_defaults(run=run)
 
 
@@ -41,24 +48,48 @@ def _plugin_installed() -> bool:
     return any(ep.value == "validation.checks.plugin" for ep in importlib.metadata.entry_points(group="pytest11"))
 
 
-def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
+def checks_argv(hosts: str, expr: str, results: Path, *options: str) -> list[str]:
+    """pytest over validation/checks for `hosts`, the marker expression `expr`, results into `results`."""
     checks = Path(__file__).resolve().parents[1] / "checks"
-    expr = TIER_EXPR[args.tier] + (" and not gpu" if args.no_gpu else "")
     argv = [sys.executable, "-m", "pytest", "-c", str(checks / "pytest.ini"), "--rootdir", str(checks),
-            str(checks), f"--hosts={args.hosts}", "-m", expr, f"--rf-results={results}",
-            f"--junitxml={results / 'junit.xml'}", "-o", "junit_family=xunit2"]
+            str(checks), f"--hosts={hosts}", "-m", expr, f"--rf-results={results}",
+            f"--junitxml={results / 'junit.xml'}", "-o", "junit_family=xunit2", *options]
     if not _plugin_installed():           # running from a checkout on PYTHONPATH (e.g. a lent GPU machine)
         argv[3:3] = ["-p", "validation.checks.plugin"]
+    return argv
+
+
+def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
+    argv = checks_argv(args.hosts, TIER_EXPR[args.tier] + (" and not gpu" if args.no_gpu else ""), results)
     if args.inventory:
         argv.append(f"--ansible-inventory={args.inventory}")
     if args.spec:
         argv.append(f"--rf-spec={args.spec}")
     if args.node_name:
         argv.append(f"--rf-node={args.node_name}")
+    if args.allow_busy:
+        argv.append("--rf-allow-busy")
+    if args.baseline:
+        argv.append(f"--rf-baseline={args.baseline.resolve()}")
     return argv
 
 
+def check_inputs(args: argparse.Namespace) -> None:
+    """Refuse, before anything runs, what cannot give a verdict (exit 2 through the CLI)."""
+    if not args.hosts.startswith("ansible://") and args.spec is None:
+        raise RocmFleetError(f"validating {args.hosts} needs the node's declared state: pass --spec FILE, written by "
+                             "`rocm-fleet spec -i INVENTORY HOST > FILE` (or the /etc/rocm-fleet/spec.yml that "
+                             "playbooks/validate.yml writes on each node), or validate from the controller with "
+                             "--hosts ansible://GROUP")
+    for what, path in (("--spec", args.spec), ("--baseline", args.baseline)):
+        if path is not None and not path.is_file():
+            raise RocmFleetError(f"{what} {path}: no such file")
+    if args.hosts.startswith("ansible://") and args.inventory is not None and not args.inventory.exists():
+        raise RocmFleetError(f"--inventory {args.inventory}: no such file or directory")
+
+
 def run(args: argparse.Namespace) -> int:
+    check_inputs(args)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     results = (args.results or Path("results") / stamp).resolve()
     results.mkdir(parents=True, exist_ok=True)

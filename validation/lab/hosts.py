@@ -18,12 +18,15 @@ from pathlib import Path
 from validation.errors import LabError
 from validation.lab import _proc
 from validation.lab.inventory import HostPlan
-from validation.lab.podman import LABEL, label_of, podman
+from validation.lab.podman import LABEL, OWNER_LABEL, PORT_LABEL, lab_labels, label_of, podman
 
 log = logging.getLogger(__name__)
 
 BOOT_TIMEOUT_S = 180
 SSHD_DROPIN = "/etc/ssh/sshd_config.d/10-rocm-fleet-lab.conf"
+# Says "this node is a lab host" to the suite (recorded as provenance lab_host): its device checks
+# are expected to fail, because no lab host has a GPU.
+LAB_MARKER = "/etc/rocm-fleet-lab"
 
 
 def ensure_client_key(state_dir: Path) -> Path:
@@ -56,26 +59,33 @@ def sshd_dropin(port: int) -> str:
             "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUseDNS no\n")
 
 
-def create(lab: str, plan: HostPlan, *, image: str, state_dir: Path, client_key: Path) -> str:
-    """Create and start one host; return its known_hosts line. Does not wait for boot."""
+def create(lab: str, plan: HostPlan, *, image: str, state_dir: Path, client_key: Path, owner: str) -> str:
+    """Create and start one host of `owner`'s lab (a checkout path); return its known_hosts line.
+    Does not wait for boot."""
     existing = label_of(plan.name)
     if existing is not None or podman(["container", "exists", plan.name], check=False,
                                       timeout_s=30).returncode == 0:
         if existing != lab:
             raise LabError(f"a container named {plan.name} exists and is not part of lab {lab!r} "
                            f"(label {LABEL}={existing}); remove it yourself or choose another --name")
+        other = lab_labels(lab).get(plan.name, {}).get("owner", "")
+        if other not in ("", owner):
+            raise LabError(f"{plan.name} belongs to lab {lab!r} of another checkout ({other}); it is left alone. "
+                           "Choose another --name")
         podman(["rm", "--force", "--time", "0", plan.name], timeout_s=120)
     host_key = _host_key(state_dir, plan.name)
     # --restart=always: a reboot inside the host (systemd exits) starts the container again.
     podman(["create", "--privileged", "--systemd=always", "--network=host", "--restart=always",
             "--name", plan.name, "--hostname", plan.name,
-            "--label", f"{LABEL}={lab}", "--label", f"{LABEL}.port={plan.port}", image],
+            "--label", f"{LABEL}={lab}", "--label", f"{PORT_LABEL}={plan.port}", "--label", f"{OWNER_LABEL}={owner}",
+            image],
            timeout_s=120)
     files = {
         SSHD_DROPIN: (sshd_dropin(plan.port).encode(), 0o644),
         "/etc/ssh/ssh_host_ed25519_key": (host_key.read_bytes(), 0o600),
         "/etc/ssh/ssh_host_ed25519_key.pub": (host_key.with_suffix(".pub").read_bytes(), 0o644),
         "/root/.ssh/authorized_keys": (client_key.with_suffix(".pub").read_bytes(), 0o600),
+        LAB_MARKER: (f"{lab}\n".encode(), 0o644),
     }
     podman(["cp", "-", f"{plan.name}:/"], input_bytes=_tar(files, dirs={"/root/.ssh": 0o700}), timeout_s=60,
            what="podman cp (sshd drop-in, host key, authorized_keys)")

@@ -56,6 +56,18 @@ def plan_hosts(name: str, count: int, port_base: int,
     return plan
 
 
+def choose_port_base(count: int, is_free: Callable[[int], bool], *, start: int, stop: int = 65000,
+                     step: int = 10) -> int:
+    """The first base from `start` (in steps of 10, or more for a large lab) whose ports base+1..base+count
+    are all free; is_free says whether one port is neither listening nor claimed by another lab."""
+    step = max(step, -(-count // step) * step)
+    for base in range(start, stop - count, step):
+        if all(is_free(base + i) for i in range(1, count + 1)):
+            return base
+    raise LabError(f"no {count} free ports on 127.0.0.1 between {start + 1} and {stop}; "
+                   "bring other labs down (`rocm-fleet lab status`) or pass --port-base")
+
+
 def render(lab: str, hosts: Sequence[HostPlan], *, key_path: Path, known_hosts: Path,
            mirror: MirrorFacts | None) -> dict:
     """The inventory as a dict: gpu_nodes > lab > hosts, connection and mirror facts as lab vars."""

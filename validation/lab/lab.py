@@ -14,18 +14,17 @@ from pathlib import Path
 from types import TracebackType
 
 from validation.errors import LabError
-from validation.lab import _proc, hosts, inventory, mirror
+from validation.lab import _proc, hosts, inventory, mirror, paths
 from validation.lab.image import Recipe, default_recipe, ensure_image
 from validation.lab.inventory import HostPlan, MirrorFacts
-from validation.lab.paths import DEFAULT_LAB_NAME, default_inventory_path, default_mirror_port, default_state_dir
-from validation.lab.podman import containers, podman, remove, require_podman
+from validation.lab.paths import REPO_ROOT, default_inventory_path, default_lab_name, default_state_dir
+from validation.lab.podman import containers, lab_labels, podman, remove, require_podman
 from validation.lab.serve import DEFAULT_LIFETIME_S
 
 log = logging.getLogger(__name__)
 
 DEFAULT_HOSTS = 2
-DEFAULT_PORT_BASE = 2220
-DEFAULT_MIRROR_PORT = 8765  # used when free and no port is asked for; else any free port
+DEFAULT_PORT_BASE = 2220  # where the search for free SSH ports starts when no --port-base is given
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,18 +49,22 @@ class LabInfo:
 class Lab:
     """A named set of lab hosts (and optionally the package mirror) on 127.0.0.1."""
 
-    def __init__(self, name: str = DEFAULT_LAB_NAME, hosts: int = DEFAULT_HOSTS, *, mirror: bool = True,
-                 port_base: int = DEFAULT_PORT_BASE, state_dir: Path | None = None,
+    def __init__(self, name: str | None = None, hosts: int = DEFAULT_HOSTS, *, mirror: bool = True,
+                 port_base: int | None = None, state_dir: Path | None = None,
                  inventory_path: Path | None = None, mirror_port: int | None = None,
                  mirror_lifetime_s: float = DEFAULT_LIFETIME_S, recipe: Recipe | None = None,
-                 version_sets: Sequence[mirror.VersionSet] = mirror.DEFAULT_SETS) -> None:
-        self.name = inventory.check_name(name)
+                 version_sets: Sequence[mirror.VersionSet] = mirror.DEFAULT_SETS,
+                 checkout: Path = REPO_ROOT) -> None:
+        """name: default rflab-<checkout key>; port_base: None picks free ports (host i: base + i);
+        mirror_port: None or 0 picks a free port; checkout: whose lab this is (labels every host)."""
+        self.name = inventory.check_name(name or default_lab_name(root=checkout))
         self.host_count = hosts
         self.with_mirror = mirror
         self.port_base = port_base
-        self.state_dir = state_dir or default_state_dir(name)
+        self.owner = str(checkout.resolve())
+        self.state_dir = state_dir or default_state_dir(self.name)
         self.inventory_path = inventory_path or default_inventory_path()
-        self.mirror_port = mirror_port if mirror_port is not None else default_mirror_port()
+        self.mirror_port = mirror_port
         self.mirror_lifetime_s = mirror_lifetime_s
         self.recipe = recipe
         self.version_sets = tuple(version_sets)
@@ -69,13 +72,16 @@ class Lab:
 
     # ------------------------------------------------------------ lifecycle
     def up(self) -> LabInfo:
-        """Start the lab (replacing a previous run of the same name) and return what it made."""
+        """Start the lab (replacing a previous run of the same name from this checkout) and return
+        what it made. A lab of the same name that another checkout started is refused, never replaced."""
         require_podman()
         self._refuse_foreign_inventory()
+        self._refuse_foreign_lab()
         if containers(self.name) or mirror.server_pid(self.state_dir):
             log.info("lab %s is already up; replacing it", self.name)
             self.down()
-        plan = inventory.plan_hosts(self.name, self.host_count, self.port_base, hosts.port_is_free)
+        if self.port_base is not None:   # an explicit base: refuse busy ports before building anything
+            inventory.plan_hosts(self.name, self.host_count, self.port_base, hosts.port_is_free)
         timings: list[tuple[str, float]] = []
         clock = time.monotonic()
 
@@ -92,8 +98,12 @@ class Lab:
         key = hosts.ensure_client_key(self.state_dir)
         known_hosts = self.state_dir / "known_hosts"
         try:
-            lines = [hosts.create(self.name, h, image=image, state_dir=self.state_dir, client_key=key)
-                     for h in plan]
+            # One lab at a time between choosing ports and holding them with labelled containers, so
+            # two labs started at once (two checkouts, two CI jobs) never pick the same ports.
+            with paths.locked(paths.cache_dir() / "ports.lock"):
+                plan = self._plan()
+                lines = [hosts.create(self.name, h, image=image, state_dir=self.state_dir, client_key=key,
+                                      owner=self.owner) for h in plan]
             known_hosts.write_text("\n".join(lines) + "\n")
             lap("hosts_started")
             mirror_info = self._start_mirror(image, recipe) if self.with_mirror else None  # while hosts boot
@@ -126,7 +136,12 @@ class Lab:
 
         Idempotent; the cached image, the .deb cache and the SSH key stay. Returns what it removed.
         """
-        names = containers(self.name)
+        labels = lab_labels(self.name)
+        names = sorted(n for n, lab in labels.items() if lab["owner"] in (self.owner, ""))
+        foreign = sorted(set(labels) - set(names))
+        if foreign:
+            log.warning("lab %s: leaving %s alone: started from another checkout (%s)", self.name,
+                        ", ".join(foreign), labels[foreign[0]]["owner"])
         remove(names)
         mirror.stop_server(self.state_dir)
         if inventory.owner(self.inventory_path) == self.name:
@@ -205,6 +220,32 @@ class Lab:
         raise LabError(f"{host!r} is not a host of lab {self.name}; hosts: "
                        f"{', '.join(h.name for h in info.hosts)}")
 
+    def _plan(self) -> tuple[HostPlan, ...]:
+        """Host names and SSH ports: the given base, or the first free one from DEFAULT_PORT_BASE. A port
+        is free when nothing listens on it and no other lab's host (even a stopped one) claims it."""
+        claimed = {int(lab["port"]) for lab in lab_labels().values() if lab["port"].isdigit()}
+
+        def free(port: int) -> bool:
+            return port not in claimed and hosts.port_is_free(port)
+
+        base = self.port_base
+        if base is None:
+            base = inventory.choose_port_base(self.host_count, free, start=DEFAULT_PORT_BASE)
+        return inventory.plan_hosts(self.name, self.host_count, base, free)
+
+    def _refuse_foreign_lab(self) -> None:
+        """A lab of this name that another checkout (or an older rocm-fleet) started is left alone."""
+        labels = lab_labels(self.name)
+        foreign = {n: lab["owner"] for n, lab in labels.items() if lab["owner"] != self.owner}
+        if not foreign:
+            return
+        owner = foreign[min(foreign)]
+        whose = (f"from another checkout ({owner})" if owner
+                 else "by an rocm-fleet that did not record its checkout")
+        raise LabError(f"lab {self.name} is up, started {whose}: {', '.join(sorted(foreign))}; it is left alone. "
+                       f"Choose another --name, or bring it down from its checkout (`rocm-fleet lab down --name "
+                       f"{self.name}`{'' if owner else ', which removes it from here too'})")
+
     def _refuse_foreign_inventory(self) -> None:
         other = inventory.owner(self.inventory_path)
         if other and other != self.name and containers(other):
@@ -226,10 +267,8 @@ class Lab:
                             debs.rocm_version, mirror.CODENAME, debs.note)
         root = self.state_dir / "mirror" / "www"
         fingerprint = mirror.publish(sets, root, self.state_dir / "gnupg", lab=self.name)
-        port = self.mirror_port
-        if port is None:
-            port = DEFAULT_MIRROR_PORT if hosts.port_is_free(DEFAULT_MIRROR_PORT) else 0
-        pid, port = mirror.start_server(root, self.state_dir, port=port,
+        # No fixed default port: the server binds a free one itself, so two labs never race for it.
+        pid, port = mirror.start_server(root, self.state_dir, port=self.mirror_port or 0,
                                         lifetime_s=self.mirror_lifetime_s)
         url = f"http://127.0.0.1:{port}"
         return mirror.MirrorInfo(url=url, key_url=f"{url}/rocm/rocm.gpg.key", key_fingerprints=(fingerprint,),

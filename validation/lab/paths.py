@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_LAB_NAME = "rflab"
+LAB_PREFIX = "rflab"  # the default lab name is this prefix and the checkout's key
+
+
+def checkout_key(root: Path = REPO_ROOT) -> str:
+    """Six hex digits of the checkout's path: labs started from two clones never share a name."""
+    return hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:6]
+
+
+def default_lab_name(prefix: str = LAB_PREFIX, root: Path = REPO_ROOT) -> str:
+    """'rflab-1a2b3c': the prefix and this checkout's key (a valid host name prefix)."""
+    return f"{prefix}-{checkout_key(root)}"
 
 
 def cache_dir() -> Path:
@@ -18,13 +29,6 @@ def cache_dir() -> Path:
     path = Path(env) if env else Path.home() / ".cache" / "rocm-fleet" / "lab"
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def default_mirror_port() -> int | None:
-    """$ROCM_FLEET_LAB_MIRROR_PORT for a lab that names no mirror port (0: any free port, so that
-    labs of several sessions on one machine never meet on 8765); None when unset."""
-    env = os.environ.get("ROCM_FLEET_LAB_MIRROR_PORT", "").strip()
-    return int(env) if env else None
 
 
 def default_state_dir(name: str) -> Path:

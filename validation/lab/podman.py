@@ -12,6 +12,8 @@ from validation.lab import _proc
 from validation.lab.paths import cache_dir
 
 LABEL = "rocm-fleet.lab"  # every container the lab creates carries LABEL=<lab name>
+OWNER_LABEL = f"{LABEL}.checkout"  # ... and OWNER_LABEL=<the checkout that started it>
+PORT_LABEL = f"{LABEL}.port"  # ... and PORT_LABEL=<its SSH port on 127.0.0.1>
 CONTAINERS_CONF = '[containers]\ndefault_ulimits = []\n'
 
 
@@ -38,6 +40,24 @@ def containers(lab: str | None = None) -> list[str]:
     label = f"label={LABEL}" if lab is None else f"label={LABEL}={lab}"
     out = podman(["ps", "-a", "--filter", label, "--format", "{{.Names}}"], timeout_s=30)
     return sorted(line.strip() for line in out.stdout.splitlines() if line.strip())
+
+
+def lab_labels(lab: str | None = None) -> dict[str, dict[str, str]]:
+    """Container name -> its {owner, port} labels ('' when absent), for one lab or (None) every lab."""
+    label = f"label={LABEL}" if lab is None else f"label={LABEL}={lab}"
+    fmt = "{{.Names}}\t{{index .Labels \"" + OWNER_LABEL + "\"}}\t{{index .Labels \"" + PORT_LABEL + "\"}}"
+    out = podman(["ps", "-a", "--filter", label, "--format", fmt], timeout_s=30)
+    found = {}
+    for line in out.stdout.splitlines():
+        name, owner, port = ([*line.split("\t"), "", ""])[:3]
+        if name.strip():
+            found[name.strip()] = {"owner": _value(owner), "port": _value(port)}
+    return found
+
+
+def _value(text: str) -> str:
+    text = text.strip()
+    return "" if text == "<no value>" else text
 
 
 def label_of(name: str) -> str | None:

@@ -1,6 +1,6 @@
 """Multi-node all_reduce bus bandwidth targets, by SKU, node count and GPUs per node. Pure.
 
-Only numbers the reference (../shared/reference/validation.md §2.2) publishes for a node count
+Only numbers a public source (named in each row) publishes for a node count
 are thresholds; every other combination is record-only: measured and reported, never judged.
 The SKU data files in validation/targets/data/ hold single-node targets; multi-node numbers
 depend on the network as much as on the GPU, so they live here, keyed by node count.

@@ -69,7 +69,8 @@ class BlasBenchResult:
 
 _VERSION = re.compile(r"^(?:hipBLASLt|rocBLAS) version:\s*(?P<v>\S+)$")
 _GIT = re.compile(r"^(?:hipBLASLt|rocBLAS) git version:\s*(?P<v>\S+)$")
-_QUERY = re.compile(r"^Query device success: there (?:is|are) \d+ devices?$")
+# hipBLASLt 1500+ appends the device it runs on: "... there are 1 devices. (Target device ID is 0)"
+_QUERY = re.compile(r"^Query device success: there (?:is|are) \d+ devices?(?:\. \(Target device ID is \d+\))?$")
 _RULE = re.compile(r"^-{5,}$")
 _DEVICE = re.compile(r"^Device ID (?P<id>\d+)\s*:\s*(?P<name>\S.*?)$")
 _DEVICE_MEM = re.compile(r"^with (?P<mem>[\d.]+) GB memory, max\. SCLK (?P<sclk>\d+) MHz, max\. MCLK (?P<mclk>\d+) MHz,"

@@ -78,7 +78,8 @@ class CollectiveRun:
 
     `gpus_per_process` is the header's nGpus (`-g`); `ranks` counts the `Rank` lines and `nodes` the
     distinct hosts among them (None when the device list was not printed). `complete` is True only
-    when the closing `# Avg bus bandwidth` line was seen.
+    when the closing `# Avg bus bandwidth` line was seen. `truncated` is True for any elision marker,
+    `rows_elided` only for one inside the run (after its `# nThread` header), where it hides results.
     """
 
     tool: str
@@ -109,6 +110,7 @@ class CollectiveRun:
     avg_busbw_gb_s: float | None
     truncated: bool
     complete: bool
+    rows_elided: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -203,43 +205,37 @@ def parse_row(tool: str, line: str, line_no: int, error_column: str = "#wrong") 
                    out_of_place=oop, in_place=inp, line_no=line_no)
 
 
-def _find_start(tool: str, lines: list[tuple[int, str]]) -> int:
-    """Index of the first header line; before it is launcher preamble."""
-    for i, (_, line) in enumerate(lines):
-        if _NTHREAD.match(line):
-            return i
-    for i, (_, line) in enumerate(lines):
-        if _COLUMNS.match(line) or _RANK.match(line):
-            return i
-    sections = [(n, line) for n, line in lines if _SECTION.match(line)]
-    rows = [(n, line) for n, line in lines if _ROW_START.match(line)]
-    if sections and rows:
-        raise ParseError(tool, f"this is a grep-filtered log of {len(sections)} runs, not one run's output",
-                         line_no=sections[0][0], line=sections[0][1],
-                         expected="one run's full output starting with '# nThread ...'",
-                         hint="parse each run's own log; parse_filtered() reads such a log as rows per section")
-    if rows:
-        raise ParseError(tool, "result rows without the table header", line_no=rows[0][0], line=rows[0][1],
-                         expected="the '# nThread ...' line and the '#  size  count  type ...' header",
-                         hint="pass the tool's whole stdout, not a filtered excerpt")
-    first = next(((n, line) for n, line in lines if line.strip()), (None, None))
-    raise ParseError(tool, f"no {tool} result table found", line_no=first[0], line=first[1],
-                     expected="a '# nThread N nGpus N minBytes ...' header followed by the result table")
+def _no_start(tool: str, first: tuple[int | None, str | None], section: tuple[int, str] | None,
+              row: tuple[int, str] | None, sections: int) -> ParseError:
+    """The error for a text in which no run starts (no '# nThread' header, table header or Rank line)."""
+    if section and row:
+        return ParseError(tool, f"this is a grep-filtered log of {sections} runs, not one run's output",
+                          line_no=section[0], line=section[1],
+                          expected="one run's full output starting with '# nThread ...'",
+                          hint="parse each run's own log; parse_filtered() reads such a log as rows per section")
+    if row:
+        return ParseError(tool, "result rows without the table header", line_no=row[0], line=row[1],
+                          expected="the '# nThread ...' line and the '#  size  count  type ...' header",
+                          hint="pass the tool's whole stdout, not a filtered excerpt")
+    return ParseError(tool, f"no {tool} result table found", line_no=first[0], line=first[1],
+                      expected="a '# nThread N nGpus N minBytes ...' header followed by the result table")
+
+
+def _starts_run(line: str) -> bool:
+    return bool(_NTHREAD.match(line) or _COLUMNS.match(line) or _RANK.match(line))
 
 
 def parse_table(tool: str, text: str) -> CollectiveRun:
-    """Parse one run's stdout (see the module docstring for the accepted layouts)."""
+    """Parse one run's stdout (see the module docstring for the accepted layouts) in one pass over its
+    lines, so a long NCCL_DEBUG log costs time in proportion to its length and no memory beyond it."""
     require_text(tool, text)
-    lines = list(numbered(text))
     command: str | None = None
-    truncated = False
-    for _, line in lines:
-        if m := COMMAND.match(line):
-            command = m["cmd"]
-            break
-    start = _find_start(tool, lines)
-    truncated = any(is_elision(line) for _, line in lines[:start])
-
+    truncated = rows_elided = started = False
+    first: tuple[int | None, str | None] = (None, None)
+    section: tuple[int, str] | None = None
+    row_seen: tuple[int, str] | None = None
+    sections = 0
+    last: tuple[int, str] = (0, "")
     facts: dict[str, object] = {}
     devices: list[RankDevice] = []
     rows: list[SizeRow] = []
@@ -247,12 +243,27 @@ def parse_table(tool: str, text: str) -> CollectiveRun:
     out_of_bounds: int | None = None
     out_of_bounds_ok: bool | None = None
     avg: float | None = None
-    for line_no, line in lines[start:]:
+    for line_no, line in numbered(text):
+        last = (line_no, line)
+        if command is None and (m := COMMAND.match(line)):
+            command = m["cmd"]
+        if not started:  # launcher preamble (mpirun, srun) until the run's first header line
+            if not _starts_run(line):
+                truncated = truncated or is_elision(line)
+                if first[0] is None and line.strip():
+                    first = (line_no, line)
+                if _SECTION.match(line):
+                    sections += 1
+                    section = section or (line_no, line)
+                if row_seen is None and _ROW_START.match(line):
+                    row_seen = (line_no, line)
+                continue
+            started = True
         stripped = line.strip()
         if not stripped or _COMMENTS.match(stripped) or _LIBRARY_LOG.match(stripped):
             continue
         if is_elision(stripped):
-            truncated = True
+            truncated = rows_elided = True
             continue
         if avg is not None:
             raise ParseError(tool, "output continues after '# Avg bus bandwidth'", line_no=line_no, line=line,
@@ -297,9 +308,11 @@ def parse_table(tool: str, text: str) -> CollectiveRun:
             raise ParseError(tool, "line not understood", line_no=line_no, line=line,
                              expected="a header line, a '# Rank' device line, a result row, "
                              "'# Out of bounds values' or '# Avg bus bandwidth'")
+    if not started:
+        raise _no_start(tool, first, section, row_seen, sections)
     if not rows:
-        last_no, last = lines[-1]
-        raise ParseError(tool, "no result rows", line_no=last_no, line=last,
+        last_no, last_line = last
+        raise ParseError(tool, "no result rows", line_no=last_no, line=last_line,
                          expected="at least one 'size count type ...' row after the table header",
                          hint="the run may have failed before its first size; look at its stderr")
     hosts = {d.host for d in devices}
@@ -316,7 +329,7 @@ def parse_table(tool: str, text: str) -> CollectiveRun:
         graph=_int(facts.get("graph")), devices=tuple(devices), ranks=len(devices) or None,
         nodes=len(hosts) or None, error_column=error_column or "#wrong", rows=tuple(rows),
         out_of_bounds=out_of_bounds, out_of_bounds_ok=out_of_bounds_ok, avg_busbw_gb_s=avg,
-        truncated=truncated, complete=avg is not None,
+        truncated=truncated, complete=avg is not None, rows_elided=rows_elided,
     )
 
 

@@ -15,9 +15,22 @@ def clean(text: str) -> str:
     return _ANSI.sub("", text).replace("\t", "    ")
 
 
+_BLOCK = 1 << 20
+
+
 def numbered(text: str) -> Iterator[tuple[int, str]]:
-    """Yield (1-based line number, cleaned line) pairs."""
-    yield from enumerate(clean(text).splitlines(), start=1)
+    """Yield (1-based line number, cleaned line) pairs: the lines str.splitlines() gives, one block of
+    about 1 MiB at a time, so a log of millions of lines is never a list of millions of strings. Blocks
+    end just after a '\n', where splitting cannot change what splitlines() would do."""
+    cleaned = clean(text)
+    line_no, start, size = 0, 0, len(cleaned)
+    while start < size:
+        end = cleaned.find("\n", start + _BLOCK)
+        end = size if end < 0 else end + 1
+        for line in cleaned[start:end].splitlines():
+            line_no += 1
+            yield line_no, line
+        start = end
 
 
 def command_and_body(tool: str, text: str, *, expected: str,

@@ -1,9 +1,11 @@
-"""Parse `amd-smi` output: list/static/metric/firmware (text tree), topology and xgmi tables,
-monitor, the 7.x boxed default view, and `--json` (bare list, 6.1+ value/unit objects, and
-the 7.x `gpu_data` wrapper).
+"""Parse `amd-smi` output: list/static/metric/firmware/process (text tree), topology and xgmi
+tables, monitor (with its `-q` / `--process` PROCESS INFO table), the 7.x boxed default view (with
+its Processes box), and `--json` (bare list, 6.1+ value/unit objects, and the 7.x `gpu_data`
+wrapper).
 
 The sub-command is detected from the content; a leading `$ amd-smi ...` line is only kept as
-`command_line`. amd-smi's "MB" is 2^20 bytes (196592 MB on a 192 GiB MI300X), hence `_mib`.
+`command_line`. amd-smi's "MB" is 2^20 bytes (196592 MB on a 192 GiB MI300X), hence `_mib`; its
+process memory units are binary too (see `_PROCESS_MEMORY_MIB`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from validation.errors import ParseError
 from validation.parsers import _indent_tree
 from validation.parsers._text import command_and_body
+from validation.records import GpuProcess
 
 TOOL = "amd-smi"
 
@@ -25,7 +28,23 @@ _TOP = re.compile(r"^(GPU|CPU|CORE): (\d+)$")
 _TABLE_TITLE = re.compile(r"^([A-Z][A-Z ]*) TABLE:$")
 _MARKERS = ("[output truncated]", "...", "[...]")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?")
-_UNITS = {"W", "°C", "C", "%", "MHz", "MB", "GB", "KB", "mV", "J", "GT/s", "Gb/s", "B"}
+_UNITS = {"W", "°C", "C", "%", "MHz", "MB", "GB", "KB", "TB", "mV", "J", "GT/s", "Gb/s", "Mb/s", "B", "ns", "us",
+          "ms"}
+# A shell's job-control notice ("[1] 1689147") pasted above the output when the workload was
+# started in the background of the same terminal (amd-smi/mi300a-x4-rocm-issue4411-process-none-6.3.1.txt).
+_JOB_NOTICE = re.compile(r"^\[\d+\]\+?\s+\d+$")
+# Printed under the 7.x default view when process names could not be read (ROCm 7.2:
+# amd-smi/mi300x-vf-msp-docs-default-view-trailer-7.2.4.txt).
+_BOX_TRAILERS = ("Process Name may require elevated permissions.",)
+# amd-smi prints process memory through amdsmi_helpers.convert_bytes_to_readable, which divides by
+# 1024 at each step while naming the steps KB/MB/GB (github.com/ROCm/amdsmi
+# amdsmi_cli/amdsmi_helpers.py). One run printed both ways confirms it: vram_mem 56000 B in
+# `process --json` is "54.7 KB" in the default view (56000/1024 = 54.69) and 21008920000 B is
+# "19.6 GB" (/1024^3 = 19.57; /10^9 would read 21.0) (amd-smi/r9700-x2-rocm-issue5706-*-7.2.0.txt).
+# So "KB" = KiB, "MB" = MiB, "GB" = GiB; JSON {value, unit: "B"} is bytes.
+_PROCESS_MEMORY_MIB = {"B": 1 / (1 << 20), "KB": 1 / (1 << 10), "MB": 1.0, "GB": float(1 << 10),
+                       "TB": float(1 << 20)}
+_NO_PROCESS = ("No running processes detected", "N/A")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,6 +80,9 @@ class Gpu:
     memory_partition: str | None = None
     pcie_width_max: int | None = None
     pcie_speed_max_gt_s: float | None = None
+    gfx_target: str | None = None  # ASIC TARGET_GRAPHICS_VERSION (7.x), "gfx942"
+    asic_serial: str | None = None
+    product_serial: str | None = None  # BOARD PRODUCT_SERIAL
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,12 +129,14 @@ class AmdSmiRecord:
     xgmi: tuple[XgmiLink, ...]
     cpu_count: int
     truncated: bool
+    processes: tuple[GpuProcess, ...] = ()  # process, monitor -q/--process, default view, process --json
 
 
 def parse(text: str) -> AmdSmiRecord:
     """Parse any supported amd-smi view; raises ParseError on anything else."""
-    command_line, body = command_and_body(TOOL, text, expected="amd-smi output",
-                                          skip=lambda line: line.lstrip().startswith("WARNING:"))
+    command_line, body = command_and_body(
+        TOOL, text, expected="amd-smi output",
+        skip=lambda line: line.lstrip().startswith("WARNING:") or bool(_JOB_NOTICE.match(line.strip())))
     first = body[0][1].strip()
     if first.startswith(("[", "{")):
         return _parse_json(body, command_line)
@@ -161,6 +185,42 @@ def _hex(raw: str | None) -> int | None:
     return int(raw, 16)
 
 
+def _process_mib(raw: Any, n: int | None = None, line: str | None = None,
+                 what: str = "process memory") -> float | None:
+    """MiB from '2.8 GB', '54.7 KB', '0.0 B', {'value': 56000, 'unit': 'B'} or a bare byte count;
+    None for N/A. Units as `_PROCESS_MEMORY_MIB` says."""
+    unit = "B"
+    if isinstance(raw, dict):
+        unit = str(raw.get("unit") or "B")
+        raw = raw.get("value")
+    if raw is None or isinstance(raw, bool):
+        return None
+    if isinstance(raw, (int, float)):
+        value = float(raw)
+    else:
+        text = str(raw).strip()
+        if text.startswith("N/A") or not text:
+            return None
+        m = re.fullmatch(r"(-?\d+(?:\.\d+)?)\s*([KMGT]?B)", text)
+        if m is None:
+            raise ParseError(TOOL, f"cannot read {what} from {text!r}", line_no=n, line=line,
+                             expected=f"a size such as '2.8 GB' or N/A for {what}")
+        value, unit = float(m.group(1)), m.group(2)
+    factor = _PROCESS_MEMORY_MIB.get(unit)
+    if factor is None:
+        raise ParseError(TOOL, f"unknown unit {unit!r} for {what}", line_no=n, line=line,
+                         expected="B, KB, MB, GB or TB")
+    return round(value * factor, 3)
+
+
+def _pid(raw: Any, n: int | None, line: str | None) -> int:
+    text = str(raw.get("value") if isinstance(raw, dict) else raw).strip()
+    if not text.isdecimal():
+        raise ParseError(TOOL, f"process id {text!r} is not a number", line_no=n, line=line,
+                         expected="a decimal PID")
+    return int(text)
+
+
 def _text_or_none(raw: Any) -> str | None:
     if isinstance(raw, dict):
         raw = raw.get("value")
@@ -196,6 +256,7 @@ def _parse_tree(body: list[tuple[int, str]], command_line: str | None) -> AmdSmi
                         value.strip() if value is not None else None))
     roots = _indent_tree.build(entries)
     gpus: list[Gpu] = []
+    processes: list[GpuProcess] = []
     cpu_count = 0
     sections: set[str] = set()
     for root in roots:
@@ -208,15 +269,60 @@ def _parse_tree(body: list[tuple[int, str]], command_line: str | None) -> AmdSmi
             continue
         sections.update(c.key for c in root.children)
         gpus.append(_gpu_from_tree(int(top.group(2)), root))
+        processes += _processes_from_tree(int(top.group(2)), root)
     if not gpus and not cpu_count:
         raise ParseError(TOOL, "no 'GPU: N' entries found", expected="at least one 'GPU: N' block")
+    gpu_roots = [r for r in roots if r.key == "GPU"]
+    if len(gpu_roots) > 1 and _paths(gpu_roots[-1]) < _paths(gpu_roots[0]):
+        truncated = True  # the text stops inside the last GPU: it lacks lines every earlier GPU has
     return AmdSmiRecord(command=_command_from_sections(sections), output_format="text",
                         command_line=command_line, tool_version=None, rocm_version=None,
                         driver_version=None, gpus=tuple(gpus), links=(), xgmi=(),
-                        cpu_count=cpu_count, truncated=truncated)
+                        cpu_count=cpu_count, truncated=truncated, processes=tuple(processes))
+
+
+def _paths(node: _indent_tree.Node, prefix: str = "") -> set[str]:
+    """Every key path below a node ('ASIC/MARKET_NAME'); process blocks (one per process) excluded."""
+    out: set[str] = set()
+    for child in node.children:
+        if child.key == "PROCESS_INFO":
+            continue
+        path = f"{prefix}{child.key}"
+        out.add(path)
+        out |= _paths(child, path + "/")
+    return out
+
+
+def _processes_from_tree(index: int, root: _indent_tree.Node) -> list[GpuProcess]:
+    """`amd-smi process` (6.2+): one 'PROCESS_INFO:' block per process under 'GPU: N' (the CLI stores
+    them as process_info_0, _1, ... and prints the key without its index), or
+    'PROCESS_INFO: No running processes detected'."""
+    out: list[GpuProcess] = []
+    for node in root.children:
+        if node.key != "PROCESS_INFO":
+            continue
+        if node.value is not None:
+            if node.value in _NO_PROCESS and not node.children:
+                continue
+            raise ParseError(TOOL, f"unexpected PROCESS_INFO value {node.value!r}", line_no=node.line_no,
+                             line=node.line, expected="'No running processes detected' or NAME/PID lines")
+        pid_node = node.child("PID")
+        if pid_node is None:
+            raise ParseError(TOOL, "PROCESS_INFO without a PID", line_no=node.line_no, line=node.line,
+                             expected="'PID: <n>' under PROCESS_INFO")
+        vram = node.child("MEMORY_USAGE")
+        vram_node = vram.child("VRAM_MEM") if vram is not None else None
+        out.append(GpuProcess(
+            pid=_pid(pid_node.value, pid_node.line_no, pid_node.line),
+            name=_text_or_none(node.get("NAME")), gpu=index,
+            vram_mib=(None if vram_node is None
+                      else _process_mib(vram_node.value, vram_node.line_no, vram_node.line, "VRAM_MEM"))))
+    return out
 
 
 def _command_from_sections(sections: set[str]) -> str:
+    if "PROCESS_INFO" in sections:
+        return "process"
     if "FW_LIST" in sections:
         return "firmware"
     if sections & {"ASIC", "BUS", "VBIOS", "BOARD", "VRAM", "LIMIT", "DRIVER"}:
@@ -281,6 +387,9 @@ def _gpu_from_tree(index: int, root: _indent_tree.Node) -> Gpu:
         memory_partition=_text_or_none(root.get("PARTITION", "MEMORY_PARTITION")),
         pcie_width_max=integer("BUS", "MAX_PCIE_WIDTH"),
         pcie_speed_max_gt_s=_number(speed) if speed else None,
+        gfx_target=_text_or_none(root.get("ASIC", "TARGET_GRAPHICS_VERSION")),
+        asic_serial=_text_or_none(root.get("ASIC", "ASIC_SERIAL")),
+        product_serial=_text_or_none(root.get("BOARD", "PRODUCT_SERIAL")),
     )
 
 
@@ -444,7 +553,8 @@ def _merge_units(tokens: list[str]) -> list[str]:
     """Join '1259', 'KB' into '1259 KB' so each table cell is one item."""
     cells: list[str] = []
     for tok in tokens:
-        if tok in _UNITS and cells and _NUMBER.match(cells[-1]) and " " not in cells[-1]:
+        # 'N/A Mb/s' is one cell too (6.2 monitor -q PCIE_BW)
+        if tok in _UNITS and cells and (_NUMBER.match(cells[-1]) or cells[-1] == "N/A") and " " not in cells[-1]:
             cells[-1] = f"{cells[-1]} {tok}"
         else:
             cells.append(tok)
@@ -472,11 +582,15 @@ def _parse_monitor(body: list[tuple[int, str]], command_line: str | None) -> Amd
         raise ParseError(TOOL, "unrecognised monitor header", line_no=n, line=header_line,
                          expected="upper-case column names such as 'GPU  POWER  GPU_TEMP'")
     gpus: list[Gpu] = []
-    for n, line in body[1:]:
+    processes: list[GpuProcess] = []
+    for at, (n, line) in enumerate(body[1:], start=1):
         if not line.strip():
             continue
         if line.split() == header:
             continue  # `monitor -w` repeats the header
+        if line.strip() == "PROCESS INFO:":  # `monitor -q` (6.2) / `monitor --process` (6.4)
+            processes = _monitor_processes(body[at + 1:])
+            break
         cells = _merge_units(line.split())
         if len(cells) != len(header) or not cells[0].isdecimal():
             raise ParseError(TOOL, f"monitor row has {len(cells)} cells for {len(header)} columns",
@@ -484,6 +598,9 @@ def _parse_monitor(body: list[tuple[int, str]], command_line: str | None) -> Amd
                              expected="one value (with unit) per column, GPU index first")
         values: dict[str, Any] = {"index": int(cells[0])}
         for name, cell in zip(header[1:], cells[1:], strict=True):
+            if name == "VRAM_USAGE":  # 6.4+: '3.0/191.7 GB' (GiB, as every amd-smi size)
+                values.update(_vram_usage(cell, n, line))
+                continue
             attr = _MONITOR_FIELDS.get(name)
             if attr is None:
                 continue
@@ -495,40 +612,102 @@ def _parse_monitor(body: list[tuple[int, str]], command_line: str | None) -> Amd
                          expected="one row per GPU")
     return AmdSmiRecord(command="monitor", output_format="text", command_line=command_line,
                         tool_version=None, rocm_version=None, driver_version=None, gpus=tuple(gpus),
-                        links=(), xgmi=(), cpu_count=0, truncated=False)
+                        links=(), xgmi=(), cpu_count=0, truncated=False, processes=tuple(processes))
+
+
+def _vram_usage(cell: str, n: int, line: str) -> dict[str, int | None]:
+    m = re.fullmatch(r"(N/A|\d+(?:\.\d+)?)/(N/A|\d+(?:\.\d+)?) (MB|GB)", cell)
+    if m is None:
+        raise ParseError(TOOL, f"cannot read VRAM_USAGE from {cell!r}", line_no=n, line=line,
+                         expected="'<used>/<total> GB'")
+    factor = _PROCESS_MEMORY_MIB[m.group(3)]
+    used, total = (None if v == "N/A" else round(float(v) * factor) for v in (m.group(1), m.group(2)))
+    return {"vram_used_mib": used, "vram_total_mib": total}
+
+
+_MONITOR_PROCESS_COLUMNS = ("GPU", "NAME", "PID")
+
+
+def _monitor_processes(rows: list[tuple[int, str]]) -> list[GpuProcess]:
+    """The PROCESS INFO table: 'GPU NAME PID GTT_MEM CPU_MEM VRAM_MEM MEM_USAGE GFX ENC', one row per
+    process; a name may hold spaces, so the value cells are counted from the right."""
+    rows = [(n, line) for n, line in rows if line.strip()]
+    if not rows:
+        raise ParseError(TOOL, "PROCESS INFO without its table", expected="'GPU  NAME  PID ...' header")
+    n, header_line = rows[0]
+    header = header_line.split()
+    if tuple(header[:3]) != _MONITOR_PROCESS_COLUMNS or "VRAM_MEM" not in header:
+        raise ParseError(TOOL, "unrecognised PROCESS INFO header", line_no=n, line=header_line,
+                         expected="'GPU  NAME  PID  GTT_MEM  CPU_MEM  VRAM_MEM ...'")
+    after = header[3:]
+    out: list[GpuProcess] = []
+    for n, line in rows[1:]:
+        if line.strip() in _NO_PROCESS:
+            continue
+        cells = _merge_units(line.split())
+        if len(cells) < len(after) + 3 or not cells[0].isdecimal():
+            raise ParseError(TOOL, f"process row has {len(cells)} cells for {len(header)} columns",
+                             line_no=n, line=line, expected="GPU, NAME, PID and one value per column")
+        values = dict(zip(after, cells[-len(after):], strict=True))
+        pid_at = len(cells) - len(after) - 1
+        out.append(GpuProcess(pid=_pid(cells[pid_at], n, line),
+                              name=_text_or_none(" ".join(cells[1:pid_at])), gpu=int(cells[0]),
+                              vram_mib=_process_mib(values["VRAM_MEM"], n, line, "VRAM_MEM")))
+    return out
 
 
 # --- 7.x boxed default view ------------------------------------------------------------------
 
 _BOX_TITLE = re.compile(r"AMD-SMI (?P<tool>\S+)\s+amdgpu version: (?P<driver>\S+)\s+"
                         r"ROCm version: (?P<rocm>\S+)")
+# 27.x header: one field per line ('AMD-SMI   27.0.0+...', 'amdgpu Version:  7.1.0.0', 'ROCm Version: ...')
+_BOX_HEADER_FIELD = re.compile(r"^(?P<key>AMD-SMI|amdgpu Version:|ROCm Version:|VBIOS Version:|FW PLDM:|"
+                               r"Platform:)\s+(?P<value>\S.*?)\s*$")
 _BOX_ROW1_LEFT = re.compile(rf"^\s*(?P<bdf>{_BDF})\s+(?P<name>.+?)\s*$")
 _BOX_ROW1_RIGHT = re.compile(r"^\s*(?P<mem>N/A|\d+ %)\s+(?P<temp>N/A|-?\d+ °C)\s+(?P<uec>N/A|\d+)\s+"
                              r"(?P<power>N/A|(?:N/A|\d+)/(?:N/A|\d+) W)\s*$")
 _BOX_ROW2_LEFT = re.compile(r"^\s*(?P<gpu>\d+)\s+(?P<hip>\d+|N/A)\s+(?P<oam>\d+|N/A)\s+(?P<part>\S+)\s*$")
-_BOX_ROW2_RIGHT = re.compile(r"^\s*(?P<gfx>N/A|\d+ %)\s+(?P<fan>N/A|[\d.]+ %)\s+"
+# the fan cell is '40.0 %', 'N/A', or a bare number ('38.82', ROCm 7.2 on an R9700)
+_BOX_ROW2_RIGHT = re.compile(r"^\s*(?P<gfx>N/A|\d+ %)\s+(?P<fan>N/A|[\d.]+(?: %)?)\s+"
                              r"(?P<mem>N/A|\d+/\d+ MB)\s*$")
+_BOX_PROCESS_COLUMNS = re.compile(r"GTT_MEM|VRAM_MEM|MEM_USAGE|CU %|SDMA")
 
 
 def _parse_box(body: list[tuple[int, str]], command_line: str | None) -> AmdSmiRecord:
     tool = rocm = driver = None
     gpus: list[Gpu] = []
+    processes: list[GpuProcess] = []
+    process_columns: list[str] | None = None
     pending: tuple[int, str, re.Match[str], re.Match[str]] | None = None
-    in_processes = False
+    in_processes = closed = False
     for n, line in body:
         stripped = line.strip()
         if not stripped:
             continue
         if stripped.startswith("+") and set(stripped) <= {"+", "-"}:
+            closed = True
+            continue
+        if stripped in _BOX_TRAILERS and closed:
             continue
         if not (stripped.startswith("|") and stripped.endswith("|")):
             raise ParseError(TOOL, "line outside the boxed view", line_no=n, line=line,
-                             expected="a '|...|' row or a '+---+' border")
+                             expected="a '|...|' row or a '+---+' border",
+                             hint=f"known trailer lines: {', '.join(_BOX_TRAILERS)}")
+        closed = False
         inner = stripped[1:-1]
         if set(inner) <= {"-", "=", "+", "|"}:
             continue
         if m := _BOX_TITLE.search(inner):
             tool, driver, rocm = m.group("tool"), m.group("driver"), m.group("rocm")
+            continue
+        if m := _BOX_HEADER_FIELD.match(inner.strip()):
+            key, value = m.group("key"), m.group("value")
+            if key == "AMD-SMI":
+                tool = value
+            elif key == "amdgpu Version:":
+                driver = value
+            elif key == "ROCm Version:":
+                rocm = value
             continue
         if inner.strip().startswith(("VBIOS version:", "Platform:", "BDF ", "GPU  HIP-ID")):
             continue
@@ -536,7 +715,16 @@ def _parse_box(body: list[tuple[int, str]], command_line: str | None) -> AmdSmiR
             in_processes = True
             continue
         if in_processes:
-            continue  # process rows: not needed for node validation
+            if process_columns is None:
+                if not inner.split()[:2] == ["GPU", "PID"]:
+                    raise ParseError(TOOL, "Processes box without its header", line_no=n, line=line,
+                                     expected="'GPU  PID  Process Name  GTT_MEM  VRAM_MEM ...'")
+                process_columns = _BOX_PROCESS_COLUMNS.findall(inner)
+                continue
+            if inner.strip() == "No running processes found":
+                continue
+            processes.append(_box_process(inner, process_columns, n, line))
+            continue
         if "|" not in inner:
             raise ParseError(TOOL, "unrecognised boxed-view row", line_no=n, line=line,
                              expected="'left half | right half'")
@@ -570,24 +758,43 @@ def _parse_box(body: list[tuple[int, str]], command_line: str | None) -> AmdSmiR
             compute_partition=_text_or_none(compute) if memory else None,
             memory_partition=_text_or_none(memory) if memory else None,
         ))
-    if pending is not None:
-        raise ParseError(TOOL, "GPU row without its second row", line_no=pending[0], line=pending[1],
-                         expected="two rows per GPU")
     if tool is None:
         raise ParseError(TOOL, "boxed view without its 'AMD-SMI <version>' title",
                          expected="'| AMD-SMI x.y amdgpu version: ... ROCm version: ... |'")
+    # every box ends with a '+---+' border: a view that stops on a row (or between a GPU's two rows)
+    # was cut short
+    truncated = pending is not None or not closed
     return AmdSmiRecord(command="default", output_format="text", command_line=command_line,
                         tool_version=tool, rocm_version=_text_or_none(rocm), driver_version=driver,
-                        gpus=tuple(gpus), links=(), xgmi=(), cpu_count=0, truncated=False)
+                        gpus=tuple(gpus), links=(), xgmi=(), cpu_count=0, truncated=truncated,
+                        processes=tuple(processes))
+
+
+def _box_process(inner: str, columns: list[str], n: int, line: str) -> GpuProcess:
+    """'   0     213952  python3.12   7.9 MB   19.6 GB   20.1 GB  N/A' under the Processes header;
+    the name may hold spaces, so the value cells are counted from the right."""
+    cells = _merge_units(inner.split())
+    if len(cells) < len(columns) + 3 or not (cells[0].isdecimal() and cells[1].isdecimal()):
+        raise ParseError(TOOL, "unrecognised process row", line_no=n, line=line,
+                         expected=f"'<GPU> <PID> <name> {' '.join(f'<{c}>' for c in columns)}'")
+    values = dict(zip(columns, cells[len(cells) - len(columns):], strict=True))
+    vram = values.get("VRAM_MEM")
+    return GpuProcess(pid=int(cells[1]), name=_text_or_none(" ".join(cells[2:len(cells) - len(columns)])),
+                      gpu=int(cells[0]), vram_mib=None if vram is None else _process_mib(vram, n, line, "VRAM_MEM"))
 
 
 # --- JSON ------------------------------------------------------------------------------------
 
 def _parse_json(body: list[tuple[int, str]], command_line: str | None) -> AmdSmiRecord:
+    text = "\n".join(line for _, line in body)
     try:
-        doc = json.loads("\n".join(line for _, line in body))
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         n, line = body[min(exc.lineno - 1, len(body) - 1)]
+        if exc.pos >= len(text.rstrip()) - 1:  # ran out of text inside the document
+            raise ParseError(TOOL, f"JSON ends before the document does ({exc.msg})", line_no=n, line=line,
+                             expected="one complete JSON document",
+                             hint="the output was cut (head -n, a full disk, a killed command); save it whole") from exc
         raise ParseError(TOOL, f"invalid JSON: {exc.msg}", line_no=n, line=line,
                          expected="one complete JSON document") from exc
     if isinstance(doc, dict) and "gpu_data" in doc:
@@ -606,19 +813,49 @@ def _parse_json(body: list[tuple[int, str]], command_line: str | None) -> AmdSmi
                          expected="objects with a 'gpu' key")
     gpus: list[Gpu] = []
     links: list[TopologyLink] = []
+    processes: list[GpuProcess] = []
     keys: set[str] = set()
     for entry in entries:
         keys.update(entry)
         index = int(entry["gpu"])
         gpus.append(_gpu_from_json(index, entry))
         links.extend(_links_from_json(index, entry))
+        processes.extend(_processes_from_json(index, entry, body[0]))
     if not gpus:
         raise ParseError(TOOL, "JSON has no GPU entries", expected="at least one GPU")
-    command = "topology" if ("links" in keys or "link_type" in keys) else _command_from_sections(
-        {k.upper() for k in keys if k not in ("gpu", "bdf", "uuid")} or {"BDF"})
+    if "process_list" in keys:
+        command = "process"
+    elif "links" in keys or "link_type" in keys:
+        command = "topology"
+    else:
+        command = _command_from_sections({k.upper() for k in keys if k not in ("gpu", "bdf", "uuid")} or {"BDF"})
     return AmdSmiRecord(command=command, output_format="json", command_line=command_line,
                         tool_version=None, rocm_version=None, driver_version=None, gpus=tuple(gpus),
-                        links=tuple(links), xgmi=(), cpu_count=0, truncated=False)
+                        links=tuple(links), xgmi=(), cpu_count=0, truncated=False, processes=tuple(processes))
+
+
+def _processes_from_json(index: int, entry: dict[str, Any], first: tuple[int, str]) -> list[GpuProcess]:
+    """`amd-smi process --json`: {'gpu': N, 'process_list': [{'process_info': {...}}, ...]}, where an
+    idle GPU has the single entry {'process_info': 'No running processes detected'}."""
+    listed = entry.get("process_list")
+    if listed is None:
+        return []
+    if not isinstance(listed, list):
+        raise ParseError(TOOL, f"GPU {index} process_list is not a list", line_no=first[0], line=first[1],
+                         expected="'process_list': [{'process_info': {...}}, ...]")
+    out: list[GpuProcess] = []
+    for item in listed:
+        info = item.get("process_info") if isinstance(item, dict) else None
+        if isinstance(info, str) and info in _NO_PROCESS:
+            continue
+        if not isinstance(info, dict) or "pid" not in info:
+            raise ParseError(TOOL, f"GPU {index} process entry {item!r:.80} has no process_info with a pid",
+                             line_no=first[0], line=first[1],
+                             expected="{'process_info': {'name': ..., 'pid': ..., ...}}")
+        vram = _get(info, "memory_usage", "vram_mem")
+        out.append(GpuProcess(pid=_pid(info["pid"], first[0], first[1]), name=_text_or_none(info.get("name")),
+                              gpu=index, vram_mib=None if vram is None else _process_mib(vram, what="vram_mem")))
+    return out
 
 
 def _get(entry: dict[str, Any], *path: str) -> Any:
@@ -640,20 +877,38 @@ def _gpu_from_json(index: int, entry: dict[str, Any]) -> Gpu:
     total = _get(entry, "vram", "size")
     if total is None:
         total = _get(entry, "mem_usage", "total_vram")
+    # static --json: 6.x "limit": {"power": ...} or 7.x {"socket_power": {value, unit}, "max_power": ...}
+    cap = _get(entry, "limit", "socket_power")
+    if cap is None:
+        cap = _get(entry, "limit", "power")
     return Gpu(
         index=index,
         bdf=_text_or_none(entry.get("bdf") or _get(entry, "bus", "bdf")),
         uuid=_text_or_none(entry.get("uuid")),
         market_name=_text_or_none(_get(entry, "asic", "market_name")),
         device_id=_hex(_text_or_none(_get(entry, "asic", "device_id"))),
+        oam_id=_int(_get(entry, "asic", "oam_id")),
+        vram_type=_text_or_none(_get(entry, "vram", "type")),
         vram_total_mib=_int(total),
         vram_used_mib=_int(_get(entry, "mem_usage", "used_vram")),
         firmware=firmware,
         power_w=_number(_get(entry, "power", "socket_power")),
+        power_cap_w=_number(cap),
         temperature_hotspot_c=_number(_get(entry, "temperature", "hotspot")),
+        temperature_edge_c=_number(_get(entry, "temperature", "edge")),
+        temperature_memory_c=_number(_get(entry, "temperature", "mem")),
         gfx_util_pct=_number(_get(entry, "usage", "gfx_activity")),
+        mem_util_pct=_number(_get(entry, "usage", "umc_activity")),
         ecc_correctable=_int(_get(entry, "ecc", "total_correctable_count")),
         ecc_uncorrectable=_int(_get(entry, "ecc", "total_uncorrectable_count")),
+        ecc_deferred=_int(_get(entry, "ecc", "total_deferred_count")),
+        compute_partition=_text_or_none(_get(entry, "partition", "compute_partition")),
+        memory_partition=_text_or_none(_get(entry, "partition", "memory_partition")),
+        pcie_width_max=_int(_get(entry, "bus", "max_pcie_width")),
+        pcie_speed_max_gt_s=_number(_get(entry, "bus", "max_pcie_speed")),
+        gfx_target=_text_or_none(_get(entry, "asic", "target_graphics_version")),
+        asic_serial=_text_or_none(_get(entry, "asic", "asic_serial")),
+        product_serial=_text_or_none(_get(entry, "board", "product_serial")),
     )
 
 

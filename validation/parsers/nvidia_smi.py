@@ -1,8 +1,10 @@
-"""Parse `nvidia-smi` output for mixed fleets: `-q`/`-a` (NVSMI LOG), the default table, and
-`--query-gpu=... --format=csv` with or without `noheader`/`nounits`.
+"""Parse `nvidia-smi` output for mixed fleets: `-q`/`-a` (NVSMI LOG), the default table,
+`--query-gpu=... --format=csv` with or without `noheader`/`nounits`, and the compute-process list
+`--query-compute-apps=... --format=csv`.
 
 A CSV without a header row needs the command line (`$ nvidia-smi --query-gpu=...`) as its first
-line to name the columns; without it the parser refuses rather than guess.
+line to name the columns; without it the parser refuses rather than guess. The processes that the
+table, the -q log and --query-compute-apps list land in `processes` (the idle pre-flight reads them).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from validation.errors import ParseError
 from validation.parsers import _indent_tree
 from validation.parsers._text import command_and_body
+from validation.records import GpuProcess
 
 TOOL = "nvidia-smi"
 
@@ -52,6 +55,7 @@ class NvidiaGpu:
     ecc_uncorrectable_aggregate: int | None = None
     remapped_rows_uncorrectable: int | None = None
     remapping_failure: bool | None = None
+    pci_device_id: int | None = None  # 0x2330 from "Device Id : 0x233010DE" (device << 16 | vendor 0x10de)
     fields: dict[str, str] = field(default_factory=dict)  # CSV columns as printed
 
 
@@ -59,13 +63,14 @@ class NvidiaGpu:
 class NvidiaSmiRecord:
     """The parsed nvidia-smi output."""
 
-    view: str  # query, table, csv
+    view: str  # query, table, csv, apps (--query-compute-apps)
     command_line: str | None
     driver_version: str | None
     cuda_version: str | None
     attached_gpus: int | None  # "Attached GPUs" (query view)
     gpus: tuple[NvidiaGpu, ...]
     truncated: bool
+    processes: tuple[GpuProcess, ...] = ()  # table, query (with PIDS) and apps views
 
 
 def _number(raw: str | None) -> float | None:
@@ -80,11 +85,25 @@ def _int(raw: str | None) -> int | None:
     return None if value is None else int(value)
 
 
+def _pci_device(raw: str | None) -> int | None:
+    """0x2330 from nvidia-smi's 32-bit 'Device Id' / pci.device_id 0x233010DE (vendor in the low half)."""
+    text = (_na(raw) or "").strip()
+    if not re.fullmatch(r"0x[0-9A-Fa-f]{8}", text):
+        return None
+    return int(text, 16) >> 16
+
+
 def _na(raw: str | None) -> str | None:
     if raw is None:
         return None
     text = raw.strip()
-    return None if text in ("", "N/A", "[N/A]", "[Not Supported]") else text
+    # '[Not Found]': a process name nvidia-smi cannot resolve (another PID namespace, a container)
+    return None if text in ("", "N/A", "[N/A]", "[Not Supported]", "[Not Found]") else text
+
+
+def _csv_columns(line: str) -> list[str]:
+    """Column names of a CSV header row, units dropped: 'used_gpu_memory [MiB]' -> 'used_gpu_memory'."""
+    return [re.sub(r"\s*\[.*\]$", "", c.strip()) for c in line.split(",")]
 
 
 def parse(text: str) -> NvidiaSmiRecord:
@@ -97,6 +116,8 @@ def parse(text: str) -> NvidiaSmiRecord:
         return _parse_query(body, command_line)
     if first.startswith("+---") or re.match(r"^\w{3} \w{3} +\d+ [\d:]+ \d{4}$", first):
         return _parse_table(body, command_line)
+    if "--query-compute-apps" in (command_line or "") or "pid" in _csv_columns(first):
+        return _parse_apps_csv(body, command_line)
     if "," in first or (command_line and "--format=csv" in command_line):
         return _parse_csv(body, command_line)
     n, line = body[0]
@@ -126,6 +147,7 @@ def _parse_query(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
     roots = _indent_tree.build(entries)
     header = {r.key: r.value for r in roots if r.indent == 0 and r.value is not None}
     gpus: list[NvidiaGpu] = []
+    processes: list[GpuProcess] = []
     for root in roots:
         gm = _Q_GPU.match(root.key)
         if root.indent != 0 or gm is None:
@@ -133,15 +155,44 @@ def _parse_query(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
                 raise ParseError(TOOL, f"unexpected top-level line {root.key!r}", line_no=root.line_no,
                                  line=root.line, expected="'GPU <bus id>' or a 'Key : value' header")
             continue
-        gpus.append(_gpu_from_query(len(gpus), gm.group("bus"), root))
+        gpu = _gpu_from_query(len(gpus), gm.group("bus"), root)
+        gpus.append(gpu)
+        processes += _processes_from_query(gpu, root.child("Processes"))
     attached = _int(header.get("Attached GPUs"))
     if "Driver Version" not in header and not gpus:
         raise ParseError(TOOL, "NVSMI log without a driver version or GPU blocks",
                          expected="'Driver Version : ...' and 'GPU <bus id>' blocks")
+    # every GPU block of a full -q log (and of -d ...PIDS) has a 'Processes' section, printed after the
+    # memory, clock and power ones (drivers 535-580 in the fixtures): a block without it was cut
+    display = re.search(r"(?:-d|--display)[= ]?(\S+)", command_line or "")
+    wants_processes = display is None or "PIDS" in display.group(1).upper()
+    cut = wants_processes and any(root.child("Processes") is None for root in roots if _Q_GPU.match(root.key))
     return NvidiaSmiRecord(view="query", command_line=command_line,
                            driver_version=_na(header.get("Driver Version")),
                            cuda_version=_na(header.get("CUDA Version")), attached_gpus=attached,
-                           gpus=tuple(gpus), truncated=attached is not None and attached != len(gpus))
+                           gpus=tuple(gpus), truncated=(attached is not None and attached != len(gpus)) or cut,
+                           processes=tuple(processes))
+
+
+def _processes_from_query(gpu: NvidiaGpu, section: _indent_tree.Node | None) -> list[GpuProcess]:
+    """'Processes : None', or one 'Process ID : N' entry per process with Name / Used GPU Memory
+    under it (drivers 4xx put them beside it at the same depth: both are read)."""
+    if section is None or section.value not in (None, ""):
+        return []
+    out: list[GpuProcess] = []
+    for node in section.children:
+        if node.key != "Process ID":
+            continue
+        pid = _int(node.value)
+        if pid is None:
+            raise ParseError(TOOL, f"process id {node.value!r} is not a number", line_no=node.line_no,
+                             line=node.line, expected="'Process ID : <pid>'")
+        siblings = section.children[section.children.index(node) + 1:]
+        nearby = {n.key: n.value for n in siblings[:4] if n.key in ("Name", "Used GPU Memory", "Type")}
+        fields = {**nearby, **{n.key: n.value for n in node.children}}
+        out.append(GpuProcess(pid=pid, name=_na(fields.get("Name")), gpu=gpu.minor_number, bus_id=gpu.bus_id,
+                              vram_mib=_number(_na(fields.get("Used GPU Memory")))))
+    return out
 
 
 def _gpu_from_query(index: int, bus: str, root: _indent_tree.Node) -> NvidiaGpu:
@@ -173,6 +224,7 @@ def _gpu_from_query(index: int, bus: str, root: _indent_tree.Node) -> NvidiaGpu:
         ecc_uncorrectable_volatile=_int(volatile), ecc_uncorrectable_aggregate=_int(aggregate),
         remapped_rows_uncorrectable=_int(get("Remapped Rows", "Uncorrectable Error")),
         remapping_failure=None if failure is None else failure == "Yes",
+        pci_device_id=_pci_device(get("PCI", "Device Id")),
     )
 
 
@@ -182,6 +234,9 @@ _T_TITLE = re.compile(r"NVIDIA-SMI (?P<smi>\S+)\s+Driver Version: (?P<driver>\S+
                       r"CUDA Version: (?P<cuda>\S+)")
 _T_ROW1 = re.compile(r"^\|\s*(?P<idx>\d+)\s+(?P<name>.+?)\s+(?P<persist>On|Off)\s*\|"
                      r"\s*(?P<bus>[0-9A-Fa-f:.]+)\s+(?P<disp>\S+)\s*\|\s*(?P<ecc>\S+)\s*\|$")
+# "|    0   N/A  N/A      487      C   python3      1002MiB |" (GI/CI columns since driver 450)
+_T_PROCESS = re.compile(r"^\|\s*(?P<gpu>\d+)\s+(?:(?:N/A|\d+)\s+(?:N/A|\d+)\s+)?(?P<pid>\d+)\s+"
+                        r"(?P<type>C\+G|M\+C|C|G|M)\s+(?P<name>.+?)\s+(?P<mem>N/A|\d+MiB)\s*\|$")
 _T_ROW2 = re.compile(r"^\|\s*(?P<fan>N/A|\d+%)\s+(?P<temp>N/A|\d+C)\s+(?P<perf>P\d+|N/A)\s+"
                      r"(?P<draw>N/A|\d+W)\s*/\s*(?P<cap>N/A|\d+W)\s*\|\s*(?P<used>\d+)MiB\s*/\s*(?P<total>\d+)MiB\s*\|"
                      r"\s*(?P<util>N/A|\d+%)\s+(?P<mode>.+?)\s*\|$")
@@ -190,8 +245,9 @@ _T_ROW2 = re.compile(r"^\|\s*(?P<fan>N/A|\d+%)\s+(?P<temp>N/A|\d+C)\s+(?P<perf>P
 def _parse_table(body: list[tuple[int, str]], command_line: str | None) -> NvidiaSmiRecord:
     driver = cuda = None
     gpus: list[NvidiaGpu] = []
+    processes: list[GpuProcess] = []
     pending: re.Match[str] | None = None
-    in_processes = False
+    in_processes = in_mig = False
     for n, line in body:
         stripped = line.strip()
         if not stripped or (stripped[0] in "+|" and set(stripped) <= {"+", "-", "=", "|"}):
@@ -208,9 +264,20 @@ def _parse_table(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
             driver, cuda = m.group("driver"), m.group("cuda")
             continue
         if "Processes:" in inner:
-            in_processes = True
+            in_processes, in_mig = True, False
+            continue
+        if "MIG devices:" in inner:  # MIG mode: a box of GPU-instance rows between GPUs and Processes
+            in_mig = True
+            continue
+        if in_mig:
             continue
         if in_processes:
+            if (m := _T_PROCESS.match(stripped)) is not None:
+                processes.append(GpuProcess(pid=int(m.group("pid")), name=m.group("name"), gpu=int(m.group("gpu")),
+                                            vram_mib=_number(_na(m.group("mem")))))
+            elif "No running processes found" not in inner and not re.search(r"\bPID\b|ID\s+ID|Usage", inner):
+                raise ParseError(TOOL, "unrecognised process row", line_no=n, line=line,
+                                 expected="'| <gpu> [<gi> <ci>] <pid> <type> <name> <memory>MiB |'")
             continue
         if any(label in inner for label in ("Persistence-M", "Memory-Usage", "MIG M.")):
             continue  # column headings
@@ -240,8 +307,12 @@ def _parse_table(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
     if driver is None:
         raise ParseError(TOOL, "table without its 'NVIDIA-SMI ... Driver Version ...' title",
                          expected="the title row of the nvidia-smi table")
+    # the table and its Processes box end with a '+---+' border: a view that stops on a row was cut
+    last = next((line.strip() for _, line in reversed(body) if line.strip()), "")
+    closed = last.startswith("+") and set(last) <= {"+", "-", "="}
     return NvidiaSmiRecord(view="table", command_line=command_line, driver_version=driver, cuda_version=cuda,
-                           attached_gpus=None, gpus=tuple(gpus), truncated=pending is not None)
+                           attached_gpus=None, gpus=tuple(gpus), truncated=pending is not None or not closed,
+                           processes=tuple(processes))
 
 
 # --- --query-gpu CSV -------------------------------------------------------------------------
@@ -305,9 +376,58 @@ def _parse_csv(body: list[tuple[int, str]], command_line: str | None) -> NvidiaS
                 values[attr] = _na(cell)
         if values.get("index") is None:
             values["index"] = len(gpus)
+        if "pci.device_id" in values["fields"]:  # type: ignore[operator]
+            values["pci_device_id"] = _pci_device(values["fields"]["pci.device_id"])  # type: ignore[index]
         gpus.append(NvidiaGpu(**values))  # type: ignore[arg-type]
     if not gpus:
         raise ParseError(TOOL, "CSV without data rows", line_no=body[-1][0], line=body[-1][1],
                          expected="one row per GPU")
     return NvidiaSmiRecord(view="csv", command_line=command_line, driver_version=None, cuda_version=None,
                            attached_gpus=None, gpus=tuple(gpus), truncated=truncated)
+
+
+# --- --query-compute-apps CSV ----------------------------------------------------------------
+
+_APP_FIELDS = {"pid": "pid", "process_name": "name", "name": "name", "used_memory": "vram_mib",
+               "used_gpu_memory": "vram_mib", "gpu_bus_id": "bus_id", "gpu_uuid": "gpu_uuid"}
+
+
+def _parse_apps_csv(body: list[tuple[int, str]], command_line: str | None) -> NvidiaSmiRecord:
+    """One row per process; a header with no rows is an idle GPU, not an error."""
+    query = re.search(r"--query-compute-apps[= ](\S+)", command_line or "")
+    first = body[0][1]
+    has_header = "pid" in _csv_columns(first)  # 'pid, ...' or 'gpu_uuid, pid, ...'
+    if has_header:
+        columns = _csv_columns(first)
+        rows = body[1:]
+    elif query:
+        columns = query.group(1).split(",")
+        rows = body
+    else:
+        raise ParseError(TOOL, "compute-apps CSV without a header row and without the command line",
+                         line_no=body[0][0], line=first,
+                         expected="a header row, or '$ nvidia-smi --query-compute-apps=...' as line 1")
+    if "pid" not in columns:
+        raise ParseError(TOOL, "compute-apps CSV without a pid column", line_no=body[0][0], line=first,
+                         expected="--query-compute-apps=pid,...")
+    processes: list[GpuProcess] = []
+    truncated = False
+    for n, line in rows:
+        if not line.strip() or line.strip().startswith("No running"):
+            continue
+        if line.strip() in _MARKERS:
+            truncated = True
+            continue
+        cells = [c.strip() for c in next(csv.reader([line], skipinitialspace=True))]
+        if len(cells) != len(columns):
+            raise ParseError(TOOL, f"CSV row has {len(cells)} values for {len(columns)} columns",
+                             line_no=n, line=line, expected=f"{len(columns)} comma-separated values")
+        row = {_APP_FIELDS.get(c, c): v for c, v in zip(columns, cells, strict=True)}
+        pid = _int(row["pid"])
+        if pid is None:
+            raise ParseError(TOOL, f"pid {row['pid']!r} is not a number", line_no=n, line=line,
+                             expected="a process id in the pid column")
+        processes.append(GpuProcess(pid=pid, name=_na(row.get("name")), bus_id=_na(row.get("bus_id")),
+                                    vram_mib=_number(_na(row.get("vram_mib"))), gpu_uuid=_na(row.get("gpu_uuid"))))
+    return NvidiaSmiRecord(view="apps", command_line=command_line, driver_version=None, cuda_version=None,
+                           attached_gpus=None, gpus=(), truncated=truncated, processes=tuple(processes))

@@ -1,5 +1,6 @@
 """Parse `rocm-smi` output: the concise table (5.x legacy, 6.0-6.1 [Model : Revision], 6.2+ Node/IDs
-layouts), --showtopo matrices and NUMA lines, --showproductname, -a sections and --json.
+layouts), --showtopo matrices and NUMA lines, --showproductname, -a sections, the process views
+--showpids (KFD Processes) and --showpidgpus (GPUs Indexed by PID), and --json.
 
 A host without the amdgpu driver prints "ERROR:root:Driver not initialized (amdgpu not found in
 modules)": a valid record with driver_initialized=False and no GPUs.
@@ -14,6 +15,7 @@ from typing import Any
 
 from validation.errors import ParseError
 from validation.parsers._text import command_and_body
+from validation.records import GpuProcess
 
 TOOL = "rocm-smi"
 
@@ -22,9 +24,22 @@ _GPU_LINE = re.compile(r"^GPU\[(?P<index>\d+)\]\s*:\s?(?P<rest>.*)$")
 _KEY_VALUE = re.compile(r"^(?P<key>[^:]+?):\s*(?P<value>.*)$")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?")
 _NO_DRIVER = re.compile(r"^ERROR:root:Driver not initialized")
-_NOISE = (re.compile(r"^WARNING:"), re.compile(r"^cat: /sys/module/amdgpu/"))
+# rsmi_ret_ok() prints '<function>, Not supported on the given system' for each call the driver refuses
+# (ROCm 5.6 --showpids: rocm-smi/w6800-rocm-issue2595-showpids-unknown-5.6.0.txt)
+_NOISE = (re.compile(r"^WARNING:"), re.compile(r"^cat: /sys/module/amdgpu/"),
+          re.compile(r"^\w+, Not supported on the given system$"))
 # Sections whose body is free text, not GPU[N] lines.
 _FREE_SECTIONS = {"KFD Processes", "GPUs Indexed by PID", "Version of System Component"}
+_NO_PIDS = "No KFD PIDs currently running"
+# --showpids header; 'KFD process information' has a colon since ROCm 6.x, none in 5.6
+_KFD_INFO = re.compile(r"^KFD process information:?$")
+_KFD_HEADER = re.compile(r"^PID\s+PROCESS NAME\s+GPU\(s\)\s+VRAM USED\s+SDMA USED\s+CU OCCUPANCY$")
+# VRAM USED is bytes: KFD's per-process vram_<gpuid> sysfs counter adds buffer sizes in bytes
+# (linux drivers/gpu/drm/amd/amdkfd, kfd_process_device.vram_usage), which rsmi_process_info_t.vram_usage
+# passes through; GPU(s) is a count of GPUs, not an index (rocm_smi.py showPids: len(gpu list)).
+_KFD_ROW = re.compile(r"^(?P<pid>\d+)\s+(?P<name>.*?)\s+(?P<gpus>\d+|UNKNOWN)\s+(?P<vram>\d+|UNKNOWN)\s+"
+                      r"(?P<sdma>\d+|UNKNOWN)\s+(?P<cu>\d+|UNKNOWN|N/A)$")
+_PID_GPUS = re.compile(r"^PID (?P<pid>\d+) is using (?P<count>\d+) DRM device\(s\)(?P<colon>:?)$")
 _MATRICES = {"Weight between two GPUs": "weight", "Hops between two GPUs": "hops",
              "Link Type between two GPUs": "link_type"}
 
@@ -95,6 +110,8 @@ class RocmSmiRecord:
     gpus: tuple[Gpu, ...]
     links: tuple[TopologyLink, ...]
     sections: tuple[str, ...]
+    processes: tuple[GpuProcess, ...] = ()  # --showpids (gpu None: it prints a count) and --showpidgpus
+    truncated: bool = False  # a text view without its closing 'End of ROCm SMI Log' line
 
 
 def _number(raw: str | None) -> float | None:
@@ -166,6 +183,10 @@ _FIELD_MAP: dict[str, tuple[str, Any]] = {
     "performance level": ("perf_level", _none_if_na),
     "compute partition": ("compute_partition", _none_if_na),
     "memory partition": ("memory_partition", _none_if_na),
+    # current clocks: -a/-c text 'sclk clock level: 1: (141Mhz)' (6.x) or '15 (1502Mhz)' (6.0); pre-6.1
+    # --json 'sclk clock speed:': '(300Mhz)' and 'sclk clock level': '0 (300Mhz)'
+    "sclk clock level": ("sclk_mhz", "_clock"), "sclk clock speed:": ("sclk_mhz", "_clock"),
+    "mclk clock level": ("mclk_mhz", "_clock"), "mclk clock speed:": ("mclk_mhz", "_clock"),
 }
 
 
@@ -177,6 +198,13 @@ def _apply_field(gpus: _Gpus, index: int, key: str, value: str, line_no: int | N
         return
     target = _FIELD_MAP.get(lowered)
     if not (target and target[0]):
+        return
+    if target[1] == "_clock":
+        clock = re.search(r"\((\d+(?:\.\d+)?)\s*Mhz\)", value, re.IGNORECASE)
+        if clock is None and _none_if_na(value) is not None:
+            raise ParseError(TOOL, f"cannot read a clock from {key.strip()!r}: {value.strip()!r}", line_no=line_no,
+                             line=line, expected="'<level>: (<n>Mhz)' or '(<n>Mhz)'")
+        gpus.set(index, **{target[0]: float(clock.group(1)) if clock else None})
         return
     converted = target[1](value)
     if converted is None and target[1] is not _none_if_na and _none_if_na(value) is not None:
@@ -200,6 +228,7 @@ def _parse_text(body: list[tuple[int, str]], command_line: str | None) -> RocmSm
     section: str | None = None
     layout: str | None = None
     driver_version = None
+    processes: list[GpuProcess] = []
     no_driver = ended = False
     i = 0
     while i < len(body):
@@ -230,10 +259,20 @@ def _parse_text(body: list[tuple[int, str]], command_line: str | None) -> RocmSm
             continue
         if any(p.match(stripped) for p in _NOISE):
             continue
+        if section is None and _KFD_INFO.match(stripped):
+            section = "KFD Processes"  # a paste that starts below the banners (ROCm 5.6 issue #2595)
+            sections.append(section)
         if section is None:
             raise ParseError(TOOL, "unrecognised line before any section", line_no=n, line=line,
                              expected="'==== ROCm System Management Interface ====' or a section title",
                              hint="is this rocm-smi output?")
+        if section == "KFD Processes":
+            processes += _kfd_line(n, line, stripped)
+            continue
+        if section == "GPUs Indexed by PID":
+            i, found = _pid_gpus(body, i, n, line, stripped)
+            processes += found
+            continue
         if section in _FREE_SECTIONS:
             m = _KEY_VALUE.match(stripped)
             if m and section == "Version of System Component" and m.group("key").lower() == "driver version":
@@ -262,7 +301,46 @@ def _parse_text(body: list[tuple[int, str]], command_line: str | None) -> RocmSm
     view = _view(sections, no_driver)
     return RocmSmiRecord(view=view, layout=layout, command_line=command_line,
                          driver_initialized=not no_driver, driver_version=driver_version,
-                         gpus=gpus.build(), links=tuple(links), sections=tuple(sections))
+                         gpus=gpus.build(), links=tuple(links), sections=tuple(sections),
+                         processes=tuple(processes), truncated=bool(sections) and not ended)
+
+
+def _kfd_line(n: int, line: str, stripped: str) -> list[GpuProcess]:
+    """One line of --showpids: the 'KFD process information' title, the column header, a process
+    row, or 'No KFD PIDs currently running'."""
+    if _KFD_INFO.match(stripped) or stripped == _NO_PIDS or _KFD_HEADER.match(stripped):
+        return []
+    m = _KFD_ROW.match(stripped)
+    if m is None:
+        raise ParseError(TOOL, "unrecognised KFD process row", line_no=n, line=line,
+                         expected="'<PID> <PROCESS NAME> <GPU(s)> <VRAM USED> <SDMA USED> <CU OCCUPANCY>'")
+    vram, name = m.group("vram"), m.group("name").strip()
+    # 'UNKNOWN' where the name could not be read (rocm-smi/mi300x-x4-thamada-gls-rocm-smi-a.txt)
+    return [GpuProcess(pid=int(m.group("pid")), name=None if name == "UNKNOWN" else _none_if_na(name), gpu=None,
+                       vram_mib=None if vram == "UNKNOWN" else round(int(vram) / (1 << 20), 3))]
+
+
+def _pid_gpus(body: list[tuple[int, str]], i: int, n: int, line: str,
+              stripped: str) -> tuple[int, list[GpuProcess]]:
+    """--showpidgpus: 'PID <pid> is using <k> DRM device(s)', followed by a line of the k device
+    indices when k > 0 (rocm_smi.py printListLog wraps that list at the terminal width)."""
+    if stripped == _NO_PIDS:
+        return i, []
+    m = _PID_GPUS.match(stripped)
+    if m is None:
+        raise ParseError(TOOL, "unrecognised line in 'GPUs Indexed by PID'", line_no=n, line=line,
+                         expected="'PID <pid> is using <k> DRM device(s)'")
+    pid, count = int(m.group("pid")), int(m.group("count"))
+    if count == 0:
+        return i, [GpuProcess(pid=pid, gpu=None)]
+    indices: list[int] = []
+    while len(indices) < count and i < len(body) and re.fullmatch(r"[\d ]+", body[i][1].strip() or "x"):
+        indices += [int(t) for t in body[i][1].split()]
+        i += 1
+    if len(indices) != count:
+        raise ParseError(TOOL, f"PID {pid} lists {len(indices)} device indices for {count}", line_no=n,
+                         line=line, expected=f"{count} device indices on the next line")
+    return i, [GpuProcess(pid=pid, gpu=index) for index in indices]
 
 
 def _view(sections: list[str], no_driver: bool) -> str:
@@ -271,6 +349,10 @@ def _view(sections: list[str], no_driver: bool) -> str:
     names = set(sections)
     if names == {"Concise Info"}:
         return "concise"
+    if names == {"KFD Processes"}:
+        return "showpids"
+    if names == {"GPUs Indexed by PID"}:
+        return "showpidgpus"
     if names and names <= set(_MATRICES) | {"Numa Nodes"}:
         return "showtopo"
     if names == {"Product Info"}:

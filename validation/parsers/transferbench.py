@@ -274,6 +274,15 @@ def parse(text: str) -> TransferBenchResult:
         if not matrix.uni and not matrix.bidir and not matrix.missing:
             raise ParseError(TOOL, f"the {matrix.kind} matrix has no rows",
                              expected="rows such as 'GPU 00  ->  ...'")
+    # a matrix ends with its 'Averages (During ...)' line and has one row per endpoint; an a2a summary has a
+    # row per endpoint and its RTotal line: anything less is an output that was cut
+    for matrix in st.matrices.values():
+        sources = {link.src for link in matrix.uni} | {src for src, _ in matrix.bidir} | {s for s, _ in matrix.missing}
+        if not matrix.averages or len(sources) < len(matrix.endpoints):
+            st.truncated = True
+    if st.summary is not None and (len(st.summary["rows"]) < len(st.summary["endpoints"])  # type: ignore[arg-type]
+                                   or not st.summary["totals"]):
+        st.truncated = True
     tests = []
     for number_, executors, transfers, aggregates in st.tests:
         if not transfers:

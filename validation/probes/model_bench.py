@@ -198,6 +198,9 @@ def resnet50_inference(
     reference = reference if reference is not None else make_reference(model, image_size, seed)
     tdtype = _TORCH_DTYPE[dtype]
     if device.type == "cuda":
+        # reset_peak_memory_stats does not initialise CUDA itself: on a process whose first CUDA call
+        # this is, it raised "Invalid device argument" for cuda:0 (seen on the H200, torch 2.11).
+        torch.cuda.init()
         torch.cuda.reset_peak_memory_stats(device)
     with torch.no_grad(), _no_tf32() as tf32, _on(device):
         net = copy.deepcopy(model).eval().to(device=device, dtype=tdtype, memory_format=torch.channels_last)

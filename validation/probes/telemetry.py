@@ -49,6 +49,10 @@ NVIDIA_FIELDS = (
     "clocks.sm", "clocks.mem", "utilization.gpu",
     "ecc.errors.corrected.volatile.total", "ecc.errors.uncorrected.volatile.total",
 )
+# The idle pre-flight also asks for memory in use (amd-smi -u -m: USAGE and MEM_USAGE sections).
+AMD_SMI_ACTIVITY_ARGV = (*AMD_SMI_ARGV, "-u", "-m")
+ROCM_SMI_ACTIVITY_ARGV = (*ROCM_SMI_ARGV[:-1], "--showmeminfo", "vram", "--json")
+NVIDIA_ACTIVITY_FIELDS = (*NVIDIA_FIELDS, "memory.used", "memory.total")
 NVIDIA_THROTTLE_FIELDS = ("clocks_event_reasons.active", "clocks_throttle_reasons.active")
 # nvidia-smi clock event reason bits (nvml.h nvmlClocksEventReason*): clocks held down by
 # heat or by the hardware, as opposed to the software power cap (0x4) a loaded GPU runs into.
@@ -73,6 +77,8 @@ class GpuSample:
     gfx_clock_mhz: float | None = None      # SCLK / SM clock
     mem_clock_mhz: float | None = None      # MCLK
     util_pct: float | None = None
+    vram_used_mib: float | None = None
+    vram_total_mib: float | None = None
     throttled: bool | None = None           # thermal / hardware clock reduction in force
     power_capped: bool | None = None        # clocks held by the software power cap (NVIDIA only)
     throttle_status: str | None = None      # as printed: "UNTHROTTLED", "0x0000000000000004"
@@ -153,6 +159,7 @@ def parse_amd_smi_metric(text: str) -> tuple[GpuSample, ...]:
             temperature_hotspot_c=g.temperature_hotspot_c, temperature_memory_c=g.temperature_memory_c,
             power_w=g.power_w, power_cap_w=g.power_cap_w, gfx_clock_mhz=g.gfx_clock_mhz,
             mem_clock_mhz=g.mem_clock_mhz, util_pct=g.gfx_util_pct,
+            vram_used_mib=g.vram_used_mib, vram_total_mib=g.vram_total_mib,
             throttled=None if status is None else status != "UNTHROTTLED", throttle_status=status,
             ecc_correctable=g.ecc_correctable, ecc_uncorrectable=g.ecc_uncorrectable,
             ecc_deferred=g.ecc_deferred,
@@ -203,7 +210,7 @@ def parse_rocm_smi_json(text: str) -> tuple[GpuSample, ...]:
             gpu=g.index, bus_id=g.pci_bus, temperature_c=hot if hot is not None else edge,
             temperature_edge_c=edge, temperature_hotspot_c=hot, temperature_memory_c=g.temperature_memory_c,
             power_w=g.power_w, power_cap_w=g.power_cap_w, gfx_clock_mhz=sclk, mem_clock_mhz=mclk,
-            util_pct=g.gpu_busy_pct,
+            util_pct=g.gpu_busy_pct, vram_used_mib=_mib(g.vram_used_bytes), vram_total_mib=_mib(g.vram_total_bytes),
         ))
     return tuple(out)
 
@@ -253,6 +260,7 @@ def parse_nvidia_smi_csv(text: str, fields: Sequence[str] = NVIDIA_FIELDS,
             temperature_memory_c=_num(f.get("temperature.memory")),
             power_w=g.power_draw_w, power_cap_w=g.power_limit_w, gfx_clock_mhz=_num(f.get("clocks.sm")),
             mem_clock_mhz=_num(f.get("clocks.mem")), util_pct=g.utilization_gpu_pct,
+            vram_used_mib=_num(f.get("memory.used")), vram_total_mib=_num(f.get("memory.total")),
             throttled=None if mask is None else bool(mask & NV_THROTTLE_BITS),
             power_capped=None if mask is None else bool(mask & NV_POWER_CAP_BIT),
             throttle_status=mask_text,
@@ -288,6 +296,10 @@ def _int(raw: str | None) -> int | None:
     return None if value is None else int(value)
 
 
+def _mib(raw_bytes: int | None) -> float | None:
+    return None if raw_bytes is None else raw_bytes / (1 << 20)
+
+
 def _mask(raw: str | None) -> int | None:
     if raw is None or not re.fullmatch(r"0x[0-9a-fA-F]+", raw.strip()):
         return None
@@ -312,12 +324,15 @@ def _run(argv: Sequence[str], timeout_s: float) -> runner.RawRun:
 
 
 class Source:
-    """One telemetry tool. read() returns the samples or raises ProbeError saying why not."""
+    """One telemetry tool. read() returns the samples or raises ProbeError saying why not.
+
+    `activity` asks the tool for memory in use as well (the idle pre-flight needs it)."""
 
     name = "none"
 
-    def __init__(self, run: Run = _run) -> None:
+    def __init__(self, run: Run = _run, *, activity: bool = False) -> None:
         self._run = run
+        self.activity = activity
         self.last_raw: dict[str, str] = {}   # command line -> its latest stdout (kept for fixtures/debugging)
 
     def read(self, timeout_s: float) -> tuple[GpuSample, ...]:
@@ -337,27 +352,29 @@ class AmdSmiSource(Source):
     name = "amd-smi"
 
     def read(self, timeout_s: float) -> tuple[GpuSample, ...]:
-        return parse_amd_smi_metric(self._call(AMD_SMI_ARGV, timeout_s))
+        return parse_amd_smi_metric(self._call(AMD_SMI_ACTIVITY_ARGV if self.activity else AMD_SMI_ARGV, timeout_s))
 
 
 class RocmSmiSource(Source):
     name = "rocm-smi"
 
     def read(self, timeout_s: float) -> tuple[GpuSample, ...]:
-        return parse_rocm_smi_json(self._call(ROCM_SMI_ARGV, timeout_s))
+        return parse_rocm_smi_json(self._call(ROCM_SMI_ACTIVITY_ARGV if self.activity else ROCM_SMI_ARGV,
+                                              timeout_s))
 
 
 class NvidiaSmiSource(Source):
     name = "nvidia-smi"
 
-    def __init__(self, run: Run = _run) -> None:
-        super().__init__(run)
+    def __init__(self, run: Run = _run, *, activity: bool = False) -> None:
+        super().__init__(run, activity=activity)
         self._throttle_fields = list(NVIDIA_THROTTLE_FIELDS)   # the first that works is kept
 
     def read(self, timeout_s: float) -> tuple[GpuSample, ...]:
-        argv = ("nvidia-smi", f"--query-gpu={','.join(NVIDIA_FIELDS)}", "--format=csv,noheader,nounits")
+        fields = NVIDIA_ACTIVITY_FIELDS if self.activity else NVIDIA_FIELDS
+        argv = ("nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits")
         text = self._call(argv, timeout_s)
-        return parse_nvidia_smi_csv(text, NVIDIA_FIELDS, self._throttle(timeout_s))
+        return parse_nvidia_smi_csv(text, fields, self._throttle(timeout_s))
 
     def _throttle(self, timeout_s: float) -> dict[int, str]:
         while self._throttle_fields:
@@ -377,11 +394,12 @@ class NvidiaSmiSource(Source):
 SOURCES: tuple[type[Source], ...] = (AmdSmiSource, RocmSmiSource, NvidiaSmiSource)
 
 
-def detect_source(which: Callable[[str], str | None] = runner.which, run: Run = _run) -> Source | None:
+def detect_source(which: Callable[[str], str | None] = runner.which, run: Run = _run, *,
+                  activity: bool = False) -> Source | None:
     """The first telemetry tool on PATH (amd-smi, rocm-smi, nvidia-smi), None if none is."""
     for cls in SOURCES:
         if which(cls.name):
-            return cls(run)
+            return cls(run, activity=activity)
     return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -12,21 +13,28 @@ from validation.report.load import node_status
 from validation.report.markdown import cell as _cell
 
 
-def markdown(nodes: list[dict[str, Any]], summaries: list[MetricSummary], *, threshold: float) -> str:
+def behind(summary: MetricSummary, member_gap: float) -> str:
+    """'24.9 % below' (throughput) / '12.0 % above' (latency): how far worse than the batch median."""
+    return f"{member_gap:.1%} {'below' if summary.higher_is_better else 'above'}"
+
+
+def markdown(nodes: list[dict[str, Any]], summaries: list[MetricSummary]) -> str:
     lines = ["# rocm-fleet fleet report", "", f"{len(nodes)} nodes.", "", "| node | status | checks | complete |",
              "|---|---|---|---|"]
     for node in nodes:
         lines.append(f"| {node['host']} | {node_status(node)} | {len(node['checks'])} | "
                      f"{'yes' if node.get('complete') else 'no'} |")
     if summaries:
-        lines += ["", f"## Metrics (outliers: more than {threshold:.0%} worse than the iterative fleet baseline)",
-                  "", "| metric | unit | members | p50 | min | max | baseline | outliers |",
+        lines += ["", "## Metrics (batch verdicts: a GPU or link worse than its SKU's batch median by more than "
+                  "the allowed gap fails with RF-BATCH-GAP)", "",
+                  "| metric | SKU | unit | members | p50 | min | max | behind the batch median |",
                   "|---|---|---|---|---|---|---|---|"]
         for s in summaries:
-            named = ", ".join(f"{m.node}/{m.subject} ({dev:+.1%})" for m, dev in s.outliers[:10])
+            named = ", ".join(f"{m.node}/{m.subject} {behind(s, gap)}" for m, gap in s.outliers[:10])
             more = f" and {len(s.outliers) - 10} more" if len(s.outliers) > 10 else ""
-            lines.append(f"| {s.metric} | {s.unit} | {s.count} | {s.p50:.4g} | {s.minimum:.4g} | {s.maximum:.4g} | "
-                         f"{s.baseline:.4g} | {named}{more} |")
+            verdict = f"{named}{more}" or ("none" if s.judged == "judged" else _cell(s.judged))
+            lines.append(f"| {s.metric} | {s.sku} | {s.unit} | {s.count} | {s.p50:.4g} | {s.minimum:.4g} | "
+                         f"{s.maximum:.4g} | {verdict} |")
     failures = [(node["host"], c) for node in nodes for c in node["checks"]
                 if c["status"] in FAILING]
     if failures:
@@ -36,10 +44,13 @@ def markdown(nodes: list[dict[str, Any]], summaries: list[MetricSummary], *, thr
     return "\n".join(lines) + "\n"
 
 
-def _label(value: str) -> str:
+@functools.lru_cache(maxsize=65536)      # the same subjects, units and check ids recur on every node
+def label(value: str) -> str:
+    """A Prometheus label value: backslashes, quotes and newlines escaped."""
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
 
 
+@functools.lru_cache(maxsize=4096)
 def _metric_name(name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", name)
 
@@ -53,19 +64,19 @@ def prometheus(nodes: list[dict[str, Any]]) -> str:
              "# TYPE rocm_fleet_check_status gauge"]
     for node in nodes:
         for check in node["checks"]:
-            lines.append(f'rocm_fleet_check_status{{node="{_label(node["host"])}",check="{_label(check["id"])}"}} '
+            lines.append(f'rocm_fleet_check_status{{node="{label(node["host"])}",check="{label(check["id"])}"}} '
                          f'{STATUS_VALUE.get(check["status"], 4)}')
     lines += ["# HELP rocm_fleet_measurement measured value (unit in the label)",
               "# TYPE rocm_fleet_measurement gauge"]
     for node in nodes:
         for m in node.get("measurements", []):
             if isinstance(m.get("value"), (int, float)):
-                labels = (f'node="{_label(node["host"])}",metric="{_metric_name(m["metric"])}",'
-                          f'subject="{_label(str(m.get("subject", "node")))}",unit="{_label(str(m.get("unit", "")))}"')
+                labels = (f'node="{label(node["host"])}",metric="{_metric_name(m["metric"])}",'
+                          f'subject="{label(str(m.get("subject", "node")))}",unit="{label(str(m.get("unit", "")))}"')
                 lines.append(f"rocm_fleet_measurement{{{labels}}} {float(m['value'])!r}")
     lines += ["# HELP rocm_fleet_run_complete 1 when the node's run finished normally",
               "# TYPE rocm_fleet_run_complete gauge"]
-    lines += [f'rocm_fleet_run_complete{{node="{_label(n["host"])}"}} {1 if n.get("complete") else 0}' for n in nodes]
+    lines += [f'rocm_fleet_run_complete{{node="{label(n["host"])}"}} {1 if n.get("complete") else 0}' for n in nodes]
     return "\n".join(lines) + "\n"
 
 
@@ -93,12 +104,20 @@ def junit(nodes: list[dict[str, Any]]) -> str:
     return ET.tostring(suites, encoding="unicode")
 
 
+def change_text(delta: Delta) -> str:
+    """'6.7 % worse' / '2.0 % better' / 'missing': never a bare signed percent."""
+    if delta.change is None:
+        return "missing" if delta.after is None else "new"
+    worse = -delta.change if delta.higher_is_better else delta.change
+    return "same" if abs(worse) < 5e-4 else f"{abs(worse):.1%} {'worse' if worse > 0 else 'better'}"
+
+
 def compare_table(deltas: list[Delta]) -> str:
-    lines = [f"{'node':<20} {'metric':<32} {'subject':<14} {'before':>12} {'after':>12} {'change':>8}  verdict"]
+    lines = [f"{'node':<20} {'metric':<32} {'subject':<14} {'before':>12} {'after':>12} {'change':>12}  verdict"]
     for d in deltas:
-        change = f"{d.change:+.1%}" if d.change is not None else "n/a"
+        change = change_text(d)
         before = f"{d.before:.4g}" if d.before is not None else "missing"
         after = f"{d.after:.4g}" if d.after is not None else "missing"
-        lines.append(f"{d.node:<20} {d.metric:<32} {d.subject:<14} {before:>12} {after:>12} {change:>8}  "
+        lines.append(f"{d.node:<20} {d.metric:<32} {d.subject:<14} {before:>12} {after:>12} {change:>12}  "
                      f"{'REGRESSION' if d.regression else 'ok'}")
     return "\n".join(lines)

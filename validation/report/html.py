@@ -1,4 +1,8 @@
-"""A self-contained HTML report (jinja2, inline CSS, no external assets) with a per-node grid."""
+"""A self-contained HTML report (jinja2, inline CSS, no scripts, no external assets).
+
+It opens with a summary (node verdicts, failures grouped by code with the nodes they hit, lab-host
+failures apart), then what each node ran on, one row per check named by what it proves, the
+per-GPU grids and link heatmaps where something was measured, and every failure in full."""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ from typing import Any
 
 import jinja2
 
+from validation.checks import catalog
+from validation.report import summary
 from validation.report.load import node_status
 from validation.report.scaling import row_aggregate, scaling_tables
 
@@ -59,10 +65,45 @@ def measurement_tables(node: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"subjects": subjects, "rows": sorted(rows.items())}] if rows else []
 
 
+WIDE = 24  # above this many nodes the check table shows counts and failing nodes, not a column per node
+
+
+def check_rows(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per check whatever the host (the host's own parameter taken out of the id), named by
+    what it proves; rows keep the order the checks ran in, file by file."""
+    rows: dict[str, dict[str, Any]] = {}
+    for node in nodes:
+        for check in node["checks"]:
+            key = catalog.check_key(check["id"], node["host"])
+            row = rows.setdefault(key, {"key": key, "title": catalog.describe(key),
+                                        "params": catalog.parameters(key), "cells": {}, "order": len(rows)})
+            row["cells"][node["host"]] = check
+    files = {}
+    for row in rows.values():
+        files.setdefault(row["key"].split("::")[0], row["order"])
+    return sorted(rows.values(), key=lambda r: (files[r["key"].split("::")[0]], r["order"]))
+
+
+def failures(nodes: list[dict[str, Any]]) -> tuple[list[tuple[str, dict]], list[tuple[str, list[dict]]]]:
+    """(host, check) for every FAIL/ERROR/TIMEOUT/WARN that needs reading, and per host the device
+    failures a lab host is expected to show (kept apart, folded)."""
+    real, lab = [], []
+    for node in nodes:
+        shown = [c for c in node["checks"] if c["status"] in (*summary.FAILING, "warn")]
+        real += [(node["host"], c) for c in shown if not summary.expected_on_lab_host(node, c)]
+        expected = [c for c in shown if summary.expected_on_lab_host(node, c)]
+        if expected:
+            lab.append((node["host"], expected))
+    return real, lab
+
+
 def render_html(nodes: list[dict[str, Any]], *, title: str) -> str:
-    check_ids = sorted({c["id"] for n in nodes for c in n["checks"]})
-    grid = {n["host"]: {c["id"]: c for c in n["checks"]} for n in nodes}
+    real_failures, lab_failures = failures(nodes)
     return _ENV.get_template("report.html.j2").render(
-        title=title, nodes=nodes, check_ids=check_ids, grid=grid, node_status=node_status,
+        title=title, nodes=nodes, node_status=node_status, overview=summary.overview(nodes),
+        groups=summary.failure_groups(nodes), provenance=summary.provenance, rows=check_rows(nodes),
+        wide=len(nodes) > WIDE, describe=catalog.describe, check_key=catalog.check_key,
+        expected=summary.expected_on_lab_host, lab_only=summary.only_lab_failures,
         heatmaps=heatmaps, measurement_tables=measurement_tables, scaling_tables=scaling_tables,
-        row_aggregate=row_aggregate)
+        row_aggregate=row_aggregate, failing=summary.FAILING, real_failures=real_failures,
+        lab_failures=lab_failures)

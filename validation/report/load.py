@@ -1,24 +1,101 @@
-"""Read a results directory: one JSON document per node (see validation/checks/results.py)."""
+"""Read a results directory: one JSON document per node (see validation/checks/results.py).
+
+Every `*.json` in the directory is a node document except the progress files the plugin keeps beside
+them (`progress-<node>.json`, kind "rocm-fleet-progress"). Each is read with the input size limit
+(validation/inputs.py), must be UTF-8 JSON without NaN/Infinity, must carry a schema_version this
+version reads, and must validate against validation/report/node_schema.json. A document that does not
+is an error naming the file and the field; nothing is dropped and nothing ends in a traceback.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
+from validation import inputs
 from validation.checks.outcome import CHECK_CODES
 from validation.errors import RocmFleetError
 
+SCHEMA_VERSIONS = (1,)
+SCHEMA_FILE = Path(__file__).with_name("node_schema.json")
+PROGRESS_KIND = "rocm-fleet-progress"  # validation/checks/progress.py KIND
 
-def load_run(directory: Path) -> list[dict[str, Any]]:
+
+class ResultsDocumentError(RocmFleetError):
+    """A results document that is not a valid node document."""
+
+
+@functools.cache
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator  # a runtime dependency of report/compare only
+
+    schema = json.loads(SCHEMA_FILE.read_text())
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _field(path: Any) -> str:
+    """'checks[2].status' from a jsonschema error path."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(the document)"
+
+
+def read_node_document(path: Path, *, max_input_mb: float | None = None) -> dict[str, Any] | None:
+    """One validated node document, or None for a progress file. Raises ResultsDocumentError."""
+    raw = inputs.read_bytes(path, inputs.limit_bytes(max_input_mb))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsDocumentError(f"{path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+                                   "was it written by rocm-fleet? re-fetch it from the node") from None
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise ResultsDocumentError(f"{path} is not valid JSON ({exc}); was it written by another tool or cut "
+                                   "short? re-fetch it from the node") from None
+    if isinstance(doc, dict) and (doc.get("kind") == PROGRESS_KIND or path.name.startswith("progress-")):
+        return None
+    if not isinstance(doc, dict):
+        raise ResultsDocumentError(f"{path}: a node document is a JSON object, this is a {type(doc).__name__}; "
+                                   "keep only rocm-fleet results documents in the directory")
+    version = doc.get("schema_version")
+    if "schema_version" in doc and version not in SCHEMA_VERSIONS:
+        raise ResultsDocumentError(
+            f"{path}: schema_version {version!r} is not one this rocm-fleet reads "
+            f"({', '.join(map(str, SCHEMA_VERSIONS))}); use the rocm-fleet version that wrote it")
+    errors = sorted(_validator().iter_errors(doc), key=lambda e: (list(e.absolute_path), e.message))
+    if errors:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise ResultsDocumentError(f"{path}: {_field(first.absolute_path)}: {first.message}{more}; the document "
+                                   f"does not follow {SCHEMA_FILE.name} (schema_version 1)")
+    return doc
+
+
+def load_run(directory: Path, *, max_input_mb: float | None = None) -> list[dict[str, Any]]:
+    """Every node document of a results directory, validated (see the module docstring)."""
+    if not directory.is_dir():
+        raise RocmFleetError(f"{directory} is not a directory of results documents")
     nodes = []
+    seen: dict[str, Path] = {}
     for path in sorted(directory.glob("*.json")):
-        try:
-            doc = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise RocmFleetError(f"{path} is not valid JSON ({exc}); was it written by another tool?") from exc
-        if isinstance(doc, dict) and "schema_version" in doc and "host" in doc:
-            nodes.append(doc)
+        doc = read_node_document(path, max_input_mb=max_input_mb)
+        if doc is None:
+            continue
+        host = doc["host"]
+        if host in seen:
+            raise ResultsDocumentError(f"{path}: host {host!r} already has a document ({seen[host].name}); "
+                                       "keep one document per node in a results directory")
+        seen[host] = path
+        nodes.append(doc)
     return nodes
 
 

@@ -32,6 +32,7 @@ from validation.targets.partition import matching_modes, normalize_partition
 log = logging.getLogger(__name__)
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
+COMMON_FILE = Path(__file__).resolve().parent / "common.yaml"   # metrics every SKU has unless it overrides them
 SCHEMA_VERSION = 1
 INVENTORY_VARIABLE = "validation_target_sku"
 
@@ -281,8 +282,9 @@ def _validate_combinations(raw: dict[str, Any], path: Path) -> None:
 
 def _compose(raw: Mapping[str, Any], variant: str | None, count: int | None, mode: str | None,
              where: str) -> dict[str, dict[str, Any]]:
-    """base -> variant -> by_gpu_count[count] -> partition, as plain target-field dicts."""
-    metrics: dict[str, dict[str, Any]] = {name: dict(spec) for name, spec in raw["metrics"].items()}
+    """common -> base -> variant -> by_gpu_count[count] -> partition, as plain target-field dicts."""
+    metrics: dict[str, dict[str, Any]] = {name: dict(spec) for name, spec in _common_metrics().items()}
+    metrics.update({name: dict(spec) for name, spec in raw["metrics"].items()})
     if variant is not None:
         for name, partial in (raw["variants"][variant].get("metrics") or {}).items():
             metrics[name] = _overlay(metrics.get(name), partial,
@@ -295,6 +297,23 @@ def _compose(raw: Mapping[str, Any], variant: str | None, count: int | None, mod
         for name, partial in (raw["partitions"][mode].get("metrics") or {}).items():
             metrics[name] = _overlay(metrics.get(name), partial, f"{where}: partitions.{mode}.metrics.{name}")
     return metrics
+
+
+@functools.cache
+def _common_metrics() -> dict[str, dict[str, Any]]:
+    """The metrics of validation/targets/common.yaml, validated like a SKU file's."""
+    where = str(COMMON_FILE)
+    try:
+        raw = yaml.load(COMMON_FILE.read_text(encoding="utf-8"), Loader=_StrictLoader)  # noqa: S506 (a SafeLoader)
+    except (OSError, yaml.YAMLError) as exc:
+        raise TargetError(f"{where}: cannot read the common targets: {exc}; the package data is damaged") from exc
+    if not isinstance(raw, dict) or raw.get("schema_version") != SCHEMA_VERSION or not isinstance(
+            raw.get("metrics"), dict):
+        raise TargetError(f"{where}: expected schema_version {SCHEMA_VERSION} and a metrics mapping")
+    _check_keys(raw, frozenset({"schema_version", "metrics"}), where)
+    for name, spec in raw["metrics"].items():
+        _check_metric_spec(name, spec, f"{where}: metrics.{name}", complete=True)
+    return raw["metrics"]
 
 
 def _check_keys(mapping: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:

@@ -1,0 +1,37 @@
+"""Run a node's tool for a check: a missing tool is said to be missing, not misread as bad output.
+
+`timeout(1)` (every tool runs under it) exits 127 when the command is not found and 126 when it
+cannot be executed, with a message of its own on stderr; a parser would only call that output
+"not understood".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from validation.checks.outcome import CheckFailure
+
+# Where each tool comes from, for the message (the fix is in the code's hint).
+PACKAGES = {
+    "rocminfo": "the rocminfo package (in rocm_packages)",
+    "rocm-smi": "the rocm-smi package (in rocm_packages)",
+    "amd-smi": "amd-smi-lib (add it to rocm_packages)",
+    "nvidia-smi": "the NVIDIA driver",
+    "lspci": "pciutils",
+    "lscpu": "util-linux",
+}
+NOT_FOUND, NOT_EXECUTABLE = 127, 126
+
+
+def run_tool(host: Any, command: str, *, timeout_s: int) -> Any:
+    """host.run(`timeout <s> <command>`); fails RF-TOOL-MISSING when the tool is not installed (or cannot
+    be run), naming the tool and where it comes from. Any other result is returned as it is."""
+    __tracebackhide__ = True
+    tool = command.split()[0]
+    out = host.run(f"timeout {int(timeout_s)} {command}")
+    if out.rc in (NOT_FOUND, NOT_EXECUTABLE):
+        said = (out.stderr or out.stdout).strip().splitlines()
+        what = "is not installed" if out.rc == NOT_FOUND else "is installed but cannot be run"
+        raise CheckFailure("RF-TOOL-MISSING", f"{tool} {what} on this node (exit {out.rc}"
+                           f"{': ' + said[0][:200] if said else ''}); it comes with {PACKAGES.get(tool, tool)}")
+    return out

@@ -1,0 +1,152 @@
+"""`rocm-fleet health`: the fast health mode, on the node, between validations.
+
+Runs every check marked `health` (validation/checks/health.py: presence and identity, driver,
+PCIe link, firmware, error-counter and kernel-log deltas since the last run, leftover processes,
+throttling and idle temperature, configuration drift) against the node's declared state, in
+seconds and without loading a GPU. Then, as asked:
+
+- `--textfile FILE`: a Prometheus textfile for node_exporter's textfile collector (atomic write);
+- `--slurm`: drain the node with the failing codes as the reason (`scontrol update ... State=DRAIN
+  Reason="rocm-fleet health: RF-..."`), or resume it once it passes again, only if the health mode
+  drained it itself. Slurm runs it as HealthCheckProgram (roles/node_health sets that up).
+
+Exit 0 when healthy, 1 when a check failed, 2 when no verdict was possible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from validation import slurm
+from validation.commands.validate import checks_argv
+from validation.errors import RocmFleetError
+from validation.records import FAILING
+from validation.report import load_run
+from validation.report.health_text import textfile
+
+DEFAULT_SPEC = Path("/etc/rocm-fleet/spec.yml")
+DEFAULT_STATE = Path("/var/lib/rocm-fleet/health")
+CONTEXTS = ("interval", "prolog", "epilog", "manual")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("health", help="fast health checks on this node (Slurm HealthCheckProgram, timers)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--spec", type=Path, default=DEFAULT_SPEC,
+                   help=f"the node's declared state (default {DEFAULT_SPEC})")
+    p.add_argument("--state-dir", type=Path, default=DEFAULT_STATE,
+                   help=f"the node's health memory and last results (default {DEFAULT_STATE}; survives reboots)")
+    p.add_argument("--node-name", default=None, help="this node's name in results (default: the short host name)")
+    p.add_argument("--context", choices=CONTEXTS, default="manual",
+                   help="who runs it: interval (Slurm/timer; leftover processes only when no job runs), prolog, "
+                   "epilog, manual (default)")
+    p.add_argument("--textfile", type=Path, default=None, metavar="FILE",
+                   help="write a Prometheus textfile here (node_exporter textfile collector)")
+    p.add_argument("--slurm", action="store_true", help="drain this node on failure, resume it when it passes "
+                   "again (only a drain the health mode made)")
+    p.add_argument("--slurm-node", default=None, help="the Slurm node name (default $SLURMD_NODENAME, else the "
+                   "short host name)")
+    p.add_argument("--accept-changes", action="store_true",
+                   help="take the firmware found now as the node's recorded set (after a validation passed on it)")
+    p.add_argument("--timeout", type=int, default=60, help="seconds before the checks are stopped (default 60)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(run=run)
+
+
+def _run(argv: list[str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def jobs_running(node: str) -> bool:
+    out = _run(slurm.jobs_argv(node))
+    if out.returncode != 0:
+        raise RocmFleetError(f"squeue failed for node {node} (rc {out.returncode}): {out.stderr.strip()[:200]}")
+    return bool(out.stdout.strip())
+
+
+def slurm_act(node: str, passed: bool, reason: str) -> tuple[str | None, bool]:
+    """Drain or resume as slurm.decide says; returns (what was done, drained by the health mode now)."""
+    shown = _run(slurm.show_argv(node))
+    if shown.returncode != 0:
+        raise RocmFleetError(f"scontrol show node {node} failed (rc {shown.returncode}): {shown.stderr.strip()[:200]}")
+    state = slurm.parse_show_node(shown.stdout, node)
+    action = slurm.decide(passed, state, reason)
+    if action is not None:
+        argv = slurm.drain_argv(node, reason) if action == "drain" else slurm.resume_argv(node)
+        done = _run(argv)
+        if done.returncode != 0:
+            raise RocmFleetError(f"{' '.join(argv[:3])} failed (rc {done.returncode}): {done.stderr.strip()[:200]}")
+    drained = action == "drain" or (action is None and state.drained_by_health)
+    return action, drained
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """node_exporter must never read half a file: write beside it, then rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    Path(tmp).chmod(0o644)
+    Path(tmp).replace(path)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.spec.is_file():
+        raise RocmFleetError(f"--spec {args.spec}: no such file; the health mode judges the node against its declared "
+                             "state (playbooks/validate.yml or roles/node_health writes it)")
+    node = args.node_name or socket.gethostname().split(".")[0]
+    slurm_node = args.slurm_node or os.environ.get("SLURMD_NODENAME") or node
+    if args.slurm:
+        slurm.check_node(slurm_node)
+    results = args.state_dir / "last"
+    shutil.rmtree(results, ignore_errors=True)
+    results.mkdir(parents=True, exist_ok=True)
+    busy = args.slurm and args.context == "interval" and jobs_running(slurm_node)
+    options = [f"--rf-spec={args.spec}", f"--rf-node={node}", f"--rf-health-state={args.state_dir}", "-q",
+               "-p", "no:cacheprovider"]
+    options += ["--rf-health-jobs-running"] if busy else []
+    options += ["--rf-health-accept"] if args.accept_changes else []
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(checks_argv("local://", "health", results, *options), capture_output=True, text=True,
+                              timeout=args.timeout, check=False)
+        rc: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        rc = None
+    seconds = time.perf_counter() - started
+    docs = load_run(results)
+    if not docs:
+        raise RocmFleetError(f"the health checks wrote no results (pytest exit {rc}); run `rocm-fleet health` by "
+                             "hand to see why")
+    doc = docs[0]
+    bad = [c for c in doc["checks"] if c["status"] in FAILING]
+    if rc is None:
+        bad.append({"id": "health", "code": "RF-TIMEOUT", "message": f"stopped after {args.timeout} s"})
+    passed = not bad
+    reason = "; ".join(sorted({str(c.get("code") or c["id"]) for c in bad})) if bad else ""
+    action, drained = slurm_act(slurm_node, passed, reason) if args.slurm else (None, False)
+    if args.textfile:
+        write_atomically(args.textfile, textfile(doc, ok=passed, duration_s=seconds, finished_at=time.time(),
+                                                 drained=drained))
+    summary = {"schema_version": 1, "node": node, "passed": passed, "seconds": round(seconds, 2),
+               "checks": len(doc["checks"]), "failed": [{"check": c["id"], "code": c.get("code"),
+                                                         "message": c.get("message")} for c in bad],
+               "slurm": {"node": slurm_node, "action": action, "drained": drained} if args.slurm else None}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        verdict = "PASS" if passed else f"FAIL {reason}"
+        slurm_text = f"; slurm: {action}" if action else ""
+        print(f"health {node}: {verdict} ({len(doc['checks'])} checks, {seconds:.1f} s){slurm_text}")
+        for c in bad:
+            print(f"  {c.get('code') or ''} {c['id']}: {(c.get('message') or '')[:300]}", file=sys.stderr)
+    return 0 if passed else 1

@@ -1,0 +1,82 @@
+"""Slurm node state for the health mode: read it, drain a node with the failing codes as the reason,
+and resume only a node the health mode drained itself.
+
+Pure command builders and parsers; validation/commands/health.py runs them. Node names are
+checked before they reach an argv (no shell is involved, and a name cannot start with `-`).
+A drain reason starts with REASON_PREFIX: that is how a later passing run knows the drain was its
+own, so a node an administrator drained for another reason is never resumed by it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from validation.errors import RocmFleetError
+
+REASON_PREFIX = "rocm-fleet health: "
+REASON_MAX = 200
+_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_STATE = re.compile(r"(?:^|\s)State=(?P<state>\S+)")
+_REASON = re.compile(r"(?:^|\s)Reason=(?P<reason>.*?)(?:\s+\[[^\]]*\])?\s*$", re.M)
+DRAINED = frozenset({"DRAIN", "DRAINED", "DRAINING"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlurmNode:
+    name: str
+    states: frozenset[str]          # "IDLE+DRAIN" -> {"IDLE", "DRAIN"}
+    reason: str | None
+
+    @property
+    def drained(self) -> bool:
+        return bool(self.states & DRAINED)
+
+    @property
+    def drained_by_health(self) -> bool:
+        return self.drained and (self.reason or "").startswith(REASON_PREFIX)
+
+
+def check_node(name: str) -> str:
+    if not _NODE.match(name):
+        raise RocmFleetError(f"{name!r} is not a Slurm node name (letters, digits, '.', '_', '-'; not starting "
+                             "with '-'); pass --slurm-node NAME")
+    return name
+
+
+def show_argv(node: str) -> list[str]:
+    return ["scontrol", "--oneliner", "show", "node", check_node(node)]
+
+
+def jobs_argv(node: str) -> list[str]:
+    return ["squeue", "--noheader", "--format=%A", "--states=RUNNING,COMPLETING", f"--nodelist={check_node(node)}"]
+
+
+def drain_argv(node: str, reason: str) -> list[str]:
+    text = " ".join((REASON_PREFIX + reason).split())[:REASON_MAX]
+    return ["scontrol", "update", f"NodeName={check_node(node)}", "State=DRAIN", f"Reason={text}"]
+
+
+def resume_argv(node: str) -> list[str]:
+    return ["scontrol", "update", f"NodeName={check_node(node)}", "State=RESUME"]
+
+
+def parse_show_node(text: str, node: str) -> SlurmNode:
+    """`scontrol show node NAME` (one-line or the default view) -> its state set and reason."""
+    state = _STATE.search(text)
+    if state is None:
+        raise RocmFleetError(f"scontrol shows no State= for node {node}: {text.strip()[:200]!r}")
+    reason = _REASON.search(text)
+    found = reason.group("reason").strip() if reason else None
+    return SlurmNode(name=node, states=frozenset(state.group("state").split("+")),
+                     reason=found if found and found != "(null)" else None)
+
+
+def decide(passed: bool, node: SlurmNode, reason: str) -> str | None:
+    """'drain', 'resume' or None for a health result on a node in this state."""
+    if not passed:
+        if node.drained and not node.drained_by_health:
+            return None                      # an administrator's drain: leave it and its reason alone
+        wanted = " ".join((REASON_PREFIX + reason).split())[:REASON_MAX]
+        return None if node.drained and node.reason == wanted else "drain"
+    return "resume" if node.drained_by_health else None
