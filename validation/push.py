@@ -1,7 +1,9 @@
 """Push a run summary to an HTTP endpoint: bounded retries with backoff, a timeout on every request,
 an optional bearer token, and no secrets in logs or error messages.
 
-The token comes from an environment variable or a file, never from the command line. Every URL
+The token comes from an environment variable or a file, never from the command line; a token file that
+others may read is refused, and so is a credential (the token, or user info in the URL) bound for a
+plain http:// URL unless the caller allows it explicitly (`allow_http`, `--push-allow-http`). Every URL
 that is logged or put in an error is `redact_url`'s form (no user info, no query, no fragment),
 and urllib3/requests log records emitted during the push are scrubbed of the token, the user info
 and the query string, so `--debug` shows the traffic without the secrets.
@@ -66,7 +68,9 @@ def read_token(*, env_var: str | None = DEFAULT_TOKEN_ENV, file: Path | None = N
             raise RocmFleetError(f"cannot read the push token file {file}: {exc.strerror}; "
                                  "create it with the token on its first line (mode 0600)") from exc
         if mode & (stat.S_IRGRP | stat.S_IROTH):
-            log.warning("push token file %s is readable by other users; chmod 0600 it", file)
+            raise RocmFleetError(f"push token file {file} is readable by other users (mode "
+                                 f"{stat.S_IMODE(mode):04o}); chmod 0600 {file} and, since others could read it, "
+                                 "replace the token")
         token = text.strip().splitlines()[0].strip() if text.strip() else ""
         if not token:
             raise RocmFleetError(f"push token file {file} is empty; put the token on its first line")
@@ -123,15 +127,21 @@ def _scrubbed_transport_logs(secrets: tuple[str, ...]) -> Iterator[None]:
 
 
 def push_json(url: str, payload: Mapping[str, Any], *, token: str | None = None, timeout_s: float = 10.0,
-              retries: int = 3, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
+              retries: int = 3, backoff_s: float = 1.0, max_backoff_s: float = 30.0, allow_http: bool = False,
               sleep: Callable[[float], None] = time.sleep, session: requests.Session | None = None) -> PushResult:
     """POST `payload` as JSON; retry connection errors, timeouts and 429/5xx up to `retries` times,
-    waiting backoff_s, 2*backoff_s, ... (capped) in between. Other statuses >= 300 fail at once."""
-    if urlsplit(url).scheme not in ("http", "https"):
+    waiting backoff_s, 2*backoff_s, ... (capped) in between. Other statuses >= 300 fail at once.
+    A token or URL user info goes over plain http only with allow_http; nothing is sent otherwise."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
         raise RocmFleetError(f"push URL {redact_url(url)!r} is not http(s); give a URL like https://host/ingest")
     if retries < 0 or timeout_s <= 0:
         raise RocmFleetError("push needs retries >= 0 and a timeout > 0 seconds")
     shown = redact_url(url)
+    if parts.scheme == "http" and (token or "@" in parts.netloc) and not allow_http:
+        what = "the bearer token" if token else "the URL's user info"
+        raise RocmFleetError(f"push to {shown} would send {what} in clear over plain http; use an https:// URL, "
+                             "or pass --push-allow-http if the endpoint is on a network you trust end to end")
     auth = _BearerAuth(token) if token else None
     http = session or requests.Session()
     started = time.monotonic()

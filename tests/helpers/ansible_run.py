@@ -7,9 +7,14 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from validation.lab import Lab
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -40,11 +45,15 @@ class PlaybookRun:
         return out
 
 
+def _env() -> dict[str, str]:
+    return {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_FORCE_COLOR": "0"}
+
+
 def run_playbook(inventory: Path, playbook_path: Path, *args: str, timeout_s: int = 900) -> PlaybookRun:
     """ansible-playbook on any playbook file, with the project's ansible.cfg."""
     argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(playbook_path), *args]
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_FORCE_COLOR": "0"}
+    env = _env()
     start = time.monotonic()
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
     return PlaybookRun(proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start)
@@ -55,3 +64,36 @@ def playbook(inventory: Path, playbook_name: str, *args: str, extra: dict | None
     """One of playbooks/ by name, with extra variables as one JSON -e."""
     extra_args = ["-e", json.dumps(extra)] if extra else []
     return run_playbook(inventory, ROOT / "playbooks" / playbook_name, *args, *extra_args, timeout_s=timeout_s)
+
+
+def playbook_acting(inventory: Path, playbook_name: str, *args: str, extra: dict | None = None, when: str,
+                    act: Callable[[], None], timeout_s: int = 2400) -> PlaybookRun:
+    """playbook() that calls `act` once, in a thread, as soon as a line of the output starts with `when`
+    (e.g. stop a host while a given task runs); fails when no line does."""
+    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(ROOT / "playbooks" / playbook_name), *args,
+            *(["-e", json.dumps(extra)] if extra else [])]
+    start, output, acting = time.monotonic(), [], None
+    with subprocess.Popen(argv, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            output.append(line)
+            if acting is None and line.startswith(when):
+                acting = threading.Thread(target=act)
+                acting.start()
+            assert time.monotonic() - start < timeout_s, f"{playbook_name} did not finish in {timeout_s} s"
+        rc = proc.wait(timeout=60)
+    if acting is not None:
+        acting.join(timeout=300)
+    assert acting is not None, f"no line started with {when!r}: {''.join(output)[-3000:]}"
+    return PlaybookRun(rc, "".join(output), time.monotonic() - start)
+
+
+@contextmanager
+def provisioned_lab(name: str, hosts: int, *, port_base: int | None, inventory: Path,
+                    extra: dict) -> Iterator[Lab]:
+    """A lab with the mirror, converged by site.yml with `extra`; removed afterwards, also on failure."""
+    with Lab(name, hosts, mirror=True, port_base=port_base, inventory_path=inventory) as lab:
+        site = playbook(inventory, "site.yml", extra=extra, timeout_s=2400)
+        assert site.rc == 0, site.output[-5000:]
+        yield lab

@@ -18,12 +18,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ansible_run import ROOT, playbook
+from ansible_run import ROOT, playbook, playbook_acting, provisioned_lab
 
 from validation.lab import Lab, default_lab_name
 
@@ -58,11 +57,8 @@ REFUSE_UPGRADE = ("DPkg::Pre-Install-Pkgs {\"if grep -q '/rocminfo_7'; then echo
 
 @pytest.fixture(scope="module")
 def fleet() -> Iterator[Lab]:
-    the_lab = Lab(NAME, 4, mirror=True, port_base=PORT_BASE, inventory_path=INVENTORY)
-    with the_lab:
-        site = playbook(INVENTORY, "site.yml", extra=BASE, timeout_s=2400)
-        assert site.rc == 0, site.output[-5000:]
-        yield the_lab
+    with provisioned_lab(NAME, 4, port_base=PORT_BASE, inventory=INVENTORY, extra=BASE) as lab:
+        yield lab
 
 
 def hosts(lab: Lab) -> list[str]:
@@ -194,26 +190,16 @@ def test_acceptance_writes_a_report_per_node_and_for_the_batch(fleet: Lab) -> No
 def test_a_host_that_stops_answering_mid_run_is_reported_unreachable(fleet: Lab) -> None:
     h1, h2, h3, h4 = hosts(fleet)
     run_id = f"{NAME}-unreachable"
-    argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(INVENTORY),
-            str(ROOT / "playbooks" / "validate.yml"), "-e", json.dumps({**BASE, "rocm_fleet_run_name": run_id})]
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    start = time.monotonic()
-    with subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True) as proc:
-        output = []
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            output.append(line)
-            if line.startswith("TASK [validation_node : Follow the node's progress]"):
-                fleet.stop(h4)          # the tier is running everywhere: take one host away
-            assert time.monotonic() - start < 1500, "validate.yml did not finish"
-        rc = proc.wait(timeout=60)
-    text = "".join(output)
-    assert rc != 0, text[-5000:]
-    assert "Follow the node's progress" in text and f"fatal: [{h4}]: UNREACHABLE!" in text, text[-3000:]
+    # the tier is running everywhere: take one host away
+    run = playbook_acting(INVENTORY, "validate.yml", extra={**BASE, "rocm_fleet_run_name": run_id},
+                          when="TASK [validation_node : Follow the node's progress]", act=lambda: fleet.stop(h4),
+                          timeout_s=1500)
+    assert run.rc != 0, run.output[-5000:]
+    assert "Follow the node's progress" in run.output and f"fatal: [{h4}]: UNREACHABLE!" in run.output, \
+        run.output[-3000:]
     for host in (h1, h2, h3):
         doc = json.loads((RESULTS / run_id / f"{host}.json").read_text())
         assert doc["complete"], host
     report = (RESULTS / run_id / "fleet.md").read_text()
     assert "RF-NODE-UNREACHABLE" in report and h4 in report, report
-    print(f"validate.yml with one host lost: {time.monotonic() - start:.0f} s")
+    print(f"validate.yml with one host lost: {run.seconds:.0f} s")

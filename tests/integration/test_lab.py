@@ -113,6 +113,7 @@ def test_inventory_carries_the_mirror_url_key_url_and_fingerprint_of_the_served_
     lab_vars = doc["all"]["children"]["gpu_nodes"]["children"]["lab"]["vars"]
     assert lab_vars["rocm_repo_mirror_url"] == lab.info.mirror.url
     assert lab_vars["rocm_repo_mirror_key_url"] == f"{lab.info.mirror.url}/rocm/rocm.gpg.key"
+    assert lab_vars["rocm_repo_allow_http"] is True    # plain http on 127.0.0.1; rocm_repo refuses it otherwise
     key = urllib.request.urlopen(lab_vars["rocm_repo_mirror_key_url"], timeout=10).read()  # noqa: S310 - loopback
     assert key.startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
     home = tmp_path / "gnupg"

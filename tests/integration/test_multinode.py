@@ -1,12 +1,16 @@
 """Multi-node launch on three lab hosts: real OpenMPI over real SSH through `rocm-fleet cluster`.
 
-Its own lab (name rfmpi, SSH ports 2441-2443, inventory in a temporary directory), removed at
-the end also on failure. The hosts get the lab mirror as their only package source (the Debian
+Its own lab (name $ROCM_FLEET_MPI_LAB_NAME, default rfmpi-<checkout key>; SSH ports
+$ROCM_FLEET_MPI_PORT_BASE + 1..3, default 2441-2443; inventory in a temporary directory),
+removed at the end also on failure.
+The hosts get the lab mirror as their only package source (the Debian
 archive line is removed first, so the mirror must carry everything; three tasks here instead of
 rocm_repo, which other tests cover), then playbooks/cluster.yml:
 roles/mpi_launcher (OpenMPI 5 + mpi4py from the mirror, the cluster key, SSH config and
 known_hosts) and the MPI smoke job. The tests then launch through the same code that would
-launch rccl-tests: hostfile, environment, time limit with stray cleanup, a failing rank.
+launch rccl-tests: hostfile, environment, time limit with stray cleanup, a failing rank; and they
+check what the cluster key opens (the non-root job user, from= the cluster's addresses, restrict)
+and that rotating it retires the old key everywhere.
 
 The hosts share the machine's loopback, so the one interface variable is `lo`
 (mpi_launcher_socket_ifname). No GPU, no RDMA: the RCCL path itself is not exercised here.
@@ -16,6 +20,7 @@ The hosts share the machine's loopback, so the one interface variable is `lo`
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shlex
@@ -28,16 +33,18 @@ import yaml
 from ansible_run import ROOT, PlaybookRun, run_playbook
 from cluster_lab import cli, cluster_inventory, leftovers, mirror_only_play
 
-from validation.lab import Lab
+from validation.lab import Lab, default_lab_name
 from validation.multinode.inventory import load_cluster
 from validation.multinode.remote import ssh_argv, sweep
 from validation.probes import runner
 
 pytestmark = pytest.mark.lab
 
-LAB = "rfmpi"
+LAB = os.environ.get("ROCM_FLEET_MPI_LAB_NAME") or default_lab_name("rfmpi")
 PORT_BASE = int(os.environ.get("ROCM_FLEET_MPI_PORT_BASE", "2440"))
-HOSTS = ["rfmpi-1", "rfmpi-2", "rfmpi-3"]
+HOSTS = [f"{LAB}-1", f"{LAB}-2", f"{LAB}-3"]
+H1, H2, H3 = HOSTS
+JOB_USER = "rocm-fleet-mpi"    # mpi_launcher_user's default
 SMOKE = "/etc/rocm-fleet/cluster/rocm_fleet_mpi_smoke.py"
 STRAY_PATTERN = "rocm_fleet_mpi_smoke|prted|prterun|mpirun|sleep 300|ib_write_bw"
 # perftest TCP ports: the lab hosts share the machine's network, so derive them from the lab's own ports
@@ -97,7 +104,7 @@ def test_hostfile_lists_every_inventory_host_with_its_slots(cluster, capsys) -> 
     _, inventory, _ = cluster
     code, out = cli(capsys, "cluster", "hostfile", "-i", str(inventory), "--group", "lab")
     assert code == 0
-    assert out["text"] == "rfmpi-1 slots=1\nrfmpi-2 slots=1\nrfmpi-3 slots=1\n"
+    assert out["text"] == f"{H1} slots=1\n{H2} slots=1\n{H3} slots=1\n"
 
 
 def test_smoke_job_runs_one_rank_per_host_and_verifies_the_allreduce(cluster, capsys) -> None:
@@ -128,6 +135,38 @@ def test_every_rank_gets_the_declared_environment(cluster, capsys) -> None:
     assert "--mca" in doc["argv"] and "btl_tcp_if_include" in doc["argv"]
 
 
+def test_ranks_run_as_the_non_root_job_user(cluster, capsys) -> None:
+    """mpi_launcher_user defaults to a dedicated system account; `rocm-fleet cluster` reaches the nodes
+    as root (the lab's Ansible user) and starts mpirun through `sudo -n -u rocm-fleet-mpi`."""
+    _, inventory, _ = cluster
+    code, doc = cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--json", "--", "id", "-un")
+    assert code == 0, doc["stderr"][-2000:]
+    assert doc["stdout"].split() == ["rocm-fleet-mpi"] * 3, doc["stdout"]
+    assert doc["argv"][:1] == ["timeout"] and "--allow-run-as-root" not in doc["argv"]
+
+
+def _as_job_user(lab: Lab, host: str, *ssh: str) -> int:
+    """Exit code of `ssh -F <cluster ssh_config> SSH...` run on host as the job user, with the cluster key."""
+    argv = ["sudo", "-n", "-u", JOB_USER, "--", "ssh", "-F", "/etc/rocm-fleet/cluster/ssh_config", *ssh]
+    return lab.ssh(host, [shlex.join(argv)]).returncode
+
+
+def test_the_cluster_key_works_only_for_the_job_user_from_cluster_addresses_without_forwarding(cluster) -> None:
+    """The key every node holds: authorized for the job user only, `from=` the cluster's addresses, `restrict`.
+    Source 127.0.0.2 is a loopback address that is not the lab hosts' own (they reach each other from
+    127.0.0.1), so sshd must refuse the key from there; a remote forward must be refused too."""
+    lab, _, _ = cluster
+    line = lab.ssh(H2, [f"cat ~{JOB_USER}/.ssh/authorized_keys"]).stdout.strip()
+    assert line.startswith('from="') and ",restrict ssh-ed25519 " in line and "127.0.0.1" in line.split('"')[1], line
+    assert line.endswith(f" rocm-fleet-cluster@{LAB}") and len(line.splitlines()) == 1
+    assert "rocm-fleet-cluster@" not in lab.ssh(H2, ["cat /root/.ssh/authorized_keys"]).stdout
+    assert _as_job_user(lab, H1, H2, "true") == 0
+    assert _as_job_user(lab, H1, "-b", "127.0.0.2", H2, "true") == 255      # from= refuses
+    assert _as_job_user(lab, H1, "-l", "root", H2, "true") == 255           # not a root key
+    assert _as_job_user(lab, H1, "-o", "ExitOnForwardFailure=yes", "-R", "127.0.0.1:0:127.0.0.1:22",
+                        H2, "true") == 255                                        # restrict: no forwarding
+
+
 def test_hanging_job_is_killed_within_its_limit_and_leaves_nothing_on_any_host(cluster, capsys) -> None:
     lab, inventory, _ = cluster
     started = time.monotonic()
@@ -156,8 +195,8 @@ def test_rail_check_on_hosts_without_rdma_fails_each_declared_rail_from_the_real
     code, doc = cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab", "--json")
     assert code == 0, doc
     assert {doc["nodes"][h]["status"] for h in HOSTS} == {"skip"}
-    assert doc["nodes"]["rfmpi-1"]["reasons"][0].startswith("no RDMA device (ibv_devinfo: ")
-    seen = doc["nodes"]["rfmpi-1"]["reasons"][0]
+    assert doc["nodes"][H1]["reasons"][0].startswith("no RDMA device (ibv_devinfo: ")
+    seen = doc["nodes"][H1]["reasons"][0]
     # declared: ibv_devinfo's port state and the sysfs GID probe (index 3 from the rccl-multinode profile)
     code, doc = cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab", "--rails", "mlx5_0:1",
                      "--json")
@@ -180,17 +219,17 @@ def test_real_ib_write_bw_pairs_fail_per_rail_with_the_tools_own_error(cluster, 
                      "--tcp-port", str(TCP_PORT), "--json")
     assert code == 1
     runs = json.loads((out / "rail-runs.json").read_text())["runs"]
-    # partner pattern: rfmpi-1 serves rfmpi-2, then rfmpi-3; two rails each, on TCP_PORT and TCP_PORT + 1
+    # partner pattern: host 1 serves host 2, then host 3; two rails each, on TCP_PORT and TCP_PORT + 1
     assert [(r["server"], r["client"], r["rail"], r["tcp_port"]) for r in runs] == [
-        ("rfmpi-1", "rfmpi-2", "mlx5_0:1", TCP_PORT), ("rfmpi-1", "rfmpi-2", "mlx5_1:1", TCP_PORT + 1),
-        ("rfmpi-1", "rfmpi-3", "mlx5_0:1", TCP_PORT), ("rfmpi-1", "rfmpi-3", "mlx5_1:1", TCP_PORT + 1)]
-    for host in ("rfmpi-2", "rfmpi-3"):
+        (H1, H2, "mlx5_0:1", TCP_PORT), (H1, H2, "mlx5_1:1", TCP_PORT + 1),
+        (H1, H3, "mlx5_0:1", TCP_PORT), (H1, H3, "mlx5_1:1", TCP_PORT + 1)]
+    for host in (H2, H3):
         verdicts = doc["nodes"][host]["runs"]
         assert [(v["subject"], v["status"], v["code"]) for v in verdicts] == [
             (f"{host} mlx5_0:1", "fail", "RF-NET-RAIL-RUN"), (f"{host} mlx5_1:1", "fail", "RF-NET-RAIL-RUN")]
-        assert verdicts[0]["reason"].startswith(f"ib_write_bw {host} -> rfmpi-1 rail mlx5_0:1 (TCP port "
+        assert verdicts[0]["reason"].startswith(f"ib_write_bw {host} -> {H1} rail mlx5_0:1 (TCP port "
                                                 f"{TCP_PORT}) failed: client exit ")
-    print("ib_write_bw on a lab host:", doc["nodes"]["rfmpi-2"]["runs"][0]["reason"])
+    print("ib_write_bw on a lab host:", doc["nodes"][H2]["runs"][0]["reason"])
     assert not list(out.glob("*/*.txt"))
     assert _leftovers(lab) == {}
 
@@ -222,7 +261,7 @@ def test_rail_pairs_are_launched_paired_saved_and_judged_per_node_and_rail(clust
     assert code == 1     # the hosts have no RDMA ports, and the recorded 204.59 Gb/s is below 770
     runs = json.loads((out / "rail-runs.json").read_text())["runs"]
     assert [(r["server"], r["client"]) for r in runs] == [
-        ("rfmpi-1", "rfmpi-2")] * 2 + [("rfmpi-2", "rfmpi-1")] * 2 + [("rfmpi-1", "rfmpi-3")] * 2
+        (H1, H2)] * 2 + [(H2, H1)] * 2 + [(H1, H3)] * 2
     assert all(r["client_rc"] == 0 and r["server_rc"] == 0 and not r["timed_out"] for r in runs), runs
     for r in runs:
         log = (out / r["log"]).read_text()
@@ -248,12 +287,12 @@ def test_cluster_playbook_runs_the_rail_checks_saves_them_and_fails_naming_the_n
                                                "--tcp-port", str(TCP_PORT)]}
     run = run_playbook(inventory, ROOT / "playbooks" / "cluster.yml", "-e", json.dumps(extra))
     assert run.rc != 0
-    assert "per-rail checks failed on rfmpi-1, rfmpi-2, rfmpi-3: rfmpi-1 mlx5_0:1: declared rail not present " \
+    assert f"per-rail checks failed on {H1}, {H2}, {H3}: {H1} mlx5_0:1: declared rail not present " \
            "(the node has no RDMA device)" in run.output, run.output[-3000:]
     doc = json.loads((tmp_path / "rails.json").read_text())
     assert doc["failed"] == HOSTS
     # the pairs themselves ran (through the stand-in) and their outputs sit next to the verdicts
-    assert sorted(p.parent.name for p in (tmp_path / "rails").glob("*/mlx5_0:1.txt")) == ["rfmpi-2", "rfmpi-3"]
+    assert sorted(p.parent.name for p in (tmp_path / "rails").glob("*/mlx5_0:1.txt")) == [H2, H3]
 
 
 def test_a_hanging_rail_pair_is_killed_within_its_limit_and_leaves_nothing(cluster, capsys, tmp_path) -> None:
@@ -262,11 +301,11 @@ def test_a_hanging_rail_pair_is_killed_within_its_limit_and_leaves_nothing(clust
     out = tmp_path / "rails"
     started = time.monotonic()
     code, doc = cli(capsys, "cluster", "rails", "-i", str(inventory), "--group", "lab", "--rails", "mlx5_0:1",
-                     "--run-bw", str(out), "--partner", "rfmpi-3", "--duration-s", "1",
+                     "--run-bw", str(out), "--partner", H3, "--duration-s", "1",
                      "--binary", "/usr/local/bin/ib_write_bw_standin_hang", "--tcp-port", str(TCP_PORT), "--json")
     took = time.monotonic() - started
     assert code == 1
-    for host in ("rfmpi-1", "rfmpi-2"):
+    for host in (H1, H2):
         (verdict,) = doc["nodes"][host]["runs"]
         assert (verdict["status"], verdict["code"]) == ("timeout", "RF-TIMEOUT"), verdict["reason"]
     limit = 2 + 1 + 30    # start + duration + margin, per pair (rails.rail_pair_argv)
@@ -278,16 +317,48 @@ def test_a_hanging_rail_pair_is_killed_within_its_limit_and_leaves_nothing(clust
 def test_sweep_kills_a_process_left_behind_by_a_job_and_spares_others(cluster) -> None:
     lab, inventory, _ = cluster
     spec, _ = load_cluster(inventory, "lab")
-    conn = spec.node("rfmpi-3").connection
+    conn = spec.node(H3).connection
     # a "rank" of job rf-leftover0001 that outlived its launcher, and an unrelated process
     for marker in ("rf-leftover0001", "rf-unrelated0002"):
         started = runner.run(ssh_argv(conn, ["sh", "-c", f"ROCM_FLEET_JOB={marker} setsid sleep 300 "
                                              "</dev/null >/dev/null 2>&1 &"]), timeout_s=30)
         assert started.ok, started.stderr
-    strays, error = sweep(spec, "rfmpi-3", "rf-leftover0001")
+    strays, error = sweep(spec, H3, "rf-leftover0001")
     assert error == ""
     assert [s.command for s in strays] == ["sleep"]
-    left = lab.ssh("rfmpi-3", [shlex.join(["sh", "-c", "for p in $(pgrep -x sleep); do tr '\\0' '\\n' "
+    left = lab.ssh(H3, [shlex.join(["sh", "-c", "for p in $(pgrep -x sleep); do tr '\\0' '\\n' "
                                                         "< /proc/$p/environ | grep ROCM_FLEET_JOB; done"])])
     assert left.stdout.split() == ["ROCM_FLEET_JOB=rf-unrelated0002"]
-    assert sweep(spec, "rfmpi-3", "rf-unrelated0002")[0]
+    assert sweep(spec, H3, "rf-unrelated0002")[0]
+
+
+def test_rotating_the_cluster_key_replaces_it_on_every_node_and_the_old_key_stops_working(cluster, tmp_path) -> None:
+    lab, inventory, _ = cluster
+    keys = inventory.parent / "keys" / LAB
+    old_private = (keys / "id_ed25519").read_bytes()
+    old_public = (keys / "id_ed25519.pub").read_text()
+    run = run_playbook(inventory, ROOT / "playbooks" / "cluster.yml", "-e", "mpi_launcher_rotate_key=true")
+    assert run.rc == 0, run.output[-3000:]
+    assert "cluster smoke: PASS: 3 ranks on 3 nodes" in run.output, run.output[-3000:]
+    new_public = (keys / "id_ed25519.pub").read_text()
+    assert new_public.split()[1] != old_public.split()[1]
+    for host in HOSTS:
+        line = lab.ssh(host, [f"cat ~{JOB_USER}/.ssh/authorized_keys"]).stdout
+        assert line.count("rocm-fleet-cluster@") == 1 and new_public.split()[1] in line and \
+            old_public.split()[1] not in line, (host, line)
+    # the old private key, put back on a node, no longer opens the others (the new one does)
+    old_key = f"/home/{JOB_USER}/rf-old-key"
+    install = 'umask 077 && printf %s "$1" | base64 -d > "$2" && chown "$3" "$2"'
+    assert lab.ssh(H1, [shlex.join(["sh", "-c", install, "sh", base64.b64encode(old_private).decode(),
+                                           old_key, JOB_USER])]).returncode == 0
+    only_old_key = ["-F", "/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-i", old_key,
+                    "-o", "UserKnownHostsFile=/etc/rocm-fleet/cluster/known_hosts", "-o", f"HostKeyAlias={H2}",
+                    "-p", str(PORT_BASE + 2), "-l", JOB_USER, "127.0.0.1", "true"]
+    try:
+        assert lab.ssh(H1, [shlex.join(["sudo", "-n", "-u", JOB_USER, "--", "ssh", *only_old_key])]
+                       ).returncode == 255
+        assert _as_job_user(lab, H1, H2, "true") == 0
+    finally:
+        lab.ssh(H1, ["rm", "-f", old_key])
+    again = run_playbook(inventory, ROOT / "playbooks" / "cluster.yml", "-e", "rocm_fleet_cluster_smoke=false")
+    assert again.rc == 0 and again.changed() == 0, again.changed_tasks()

@@ -104,7 +104,9 @@ def test_sources_pin_and_keyring_are_exactly_as_designed(lab, converged) -> None
                           "/etc/apt/sources.list.d/rocm-fleet.sources", "/etc/apt/preferences.d/rocm-fleet-pin"])
     assert stat.stdout.split("\n")[:3] == ["root root 644"] * 3
     key = lab.run(host, ["cat", "/etc/apt/keyrings/rocm-fleet.asc"]).stdout
-    assert openpgp.fingerprints(key) == [lab.info.mirror.fingerprint]
+    assert openpgp.fingerprints(key) == [lab.info.mirror.fingerprint]      # every block of the file read
+    served = (lab.info.mirror.root / "rocm" / "rocm.gpg.key").read_text()
+    assert key == openpgp.trusted_keys(served, [lab.info.mirror.fingerprint])  # rebuilt, not the download
 
 
 def test_rocminfo_runs_and_says_there_is_no_gpu(lab, converged) -> None:
@@ -130,20 +132,47 @@ REFUSALS = {
         "ROCm 6.2.4 is not supported on debian-13"),
     "key-fingerprint-mismatch": (
         {"rocm_repo_mirror_key_fingerprints": ["0123456789ABCDEF0123456789ABCDEF01234567"]},
-        "are not in the pinned list 0123456789ABCDEF0123456789ABCDEF01234567"),
+        "is not in the pinned list 0123456789ABCDEF0123456789ABCDEF01234567"),
+    "plain-http-mirror": (
+        {"rocm_repo_allow_http": False},
+        "must be served over https://; plain http is accepted only with rocm_repo_allow_http: true"),
 }
+
+
+def assert_refused_and_etc_identical(lab, overrides: dict, message: str) -> PlaybookRun:
+    host = host_names(lab)[-1]
+    before = etc_snapshot(lab, host)
+    run = playbook(lab.info.inventory, "site.yml", "--limit", host, extra=overrides)
+    assert run.rc != 0, run.output[-4000:]
+    assert message in run.output, run.output[-4000:]
+    assert "Provision the ROCm stack" not in run.output  # the refused host never reached the changing play
+    assert etc_snapshot(lab, host) == before
+    return run
 
 
 @pytest.mark.parametrize("case", sorted(REFUSALS))
 def test_refusal_fails_before_any_change_and_leaves_etc_identical(lab, converged, case: str) -> None:
-    overrides, message = REFUSALS[case]
-    host = host_names(lab)[-1]
-    before = etc_snapshot(lab, host)
-    run = playbook(lab.info.inventory, "site.yml", "--limit", host, extra=overrides)
-    assert run.rc != 0
-    assert message in run.output, run.output[-4000:]
-    assert "Provision the ROCm stack" not in run.output  # the refused host never reached the changing play
-    assert etc_snapshot(lab, host) == before
+    assert_refused_and_etc_identical(lab, *REFUSALS[case])
+
+
+def test_a_key_file_with_a_second_unpinned_key_after_the_pinned_one_is_refused(lab, converged, tmp_path: Path) -> None:
+    """The pin bypass of issue 16: the mirror serves its real key followed by a second armoured block
+    holding another key. apt would trust both (the file is a signed-by keyring), so the whole file is
+    refused, naming the key nobody pinned, and the host stays byte-for-byte as it was."""
+    home = tmp_path / "gnupg"
+    home.mkdir(mode=0o700)
+    gpg = ["gpg", "--batch", "--homedir", str(home)]
+    subprocess.run([*gpg, "--passphrase", "", "--quick-gen-key", "intruder <intruder@invalid>", "rsa3072", "sign",
+                    "never"], capture_output=True, timeout=120, check=True)
+    intruder = subprocess.run([*gpg, "--armor", "--export"], capture_output=True, text=True, timeout=60,
+                              check=True).stdout
+    (other,) = openpgp.fingerprints(intruder)
+    keys = lab.info.mirror.root / "rocm"
+    (keys / "two-keys.gpg.key").write_text((keys / "rocm.gpg.key").read_text() + intruder)
+    run = assert_refused_and_etc_identical(
+        lab, {"rocm_repo_mirror_key_url": f"{lab.info.mirror.url}/rocm/two-keys.gpg.key"},
+        f"{other} is not in the pinned list {lab.info.mirror.fingerprint}")
+    assert f"the key file holds 2 keys ({lab.info.mirror.fingerprint}, {other})" in run.output
 
 
 def test_validation_passes_host_checks_and_names_the_missing_gpu(lab, converged, tmp_path: Path) -> None:

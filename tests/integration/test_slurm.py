@@ -1,7 +1,9 @@
 """Multi-node launch through Slurm's srun on two lab hosts: real Slurm 24.11, real OpenMPI 5 over PMIx.
 
-Its own lab (name rfslm, SSH ports 2741-2742, inventory in a temporary directory), removed at the
-end also on failure. The hosts get the lab mirror as their only package source, then
+Its own lab (name $ROCM_FLEET_SLURM_LAB_NAME, default rfslm-<checkout key>; SSH ports
+$ROCM_FLEET_SLURM_PORT_BASE + 1..2, default 2741-2742; inventory in a temporary directory),
+removed at the end also on failure.
+The hosts get the lab mirror as their only package source, then
 tests/integration/playbooks/lab_slurm.yml makes them a small real Slurm cluster (the site's
 Slurm: rocm-fleet does not install Slurm), then playbooks/cluster.yml with
 mpi_launcher_method=srun (and --mpi=pmix) prepares them and runs the MPI smoke job through srun.
@@ -28,13 +30,13 @@ import yaml
 from ansible_run import ROOT, PlaybookRun, run_playbook
 from cluster_lab import cli, cluster_inventory, leftovers, mirror_only_play
 
-from validation.lab import Lab
+from validation.lab import Lab, default_lab_name
 
 pytestmark = pytest.mark.lab
 
-LAB = "rfslm"
+LAB = os.environ.get("ROCM_FLEET_SLURM_LAB_NAME") or default_lab_name("rfslm")
 PORT_BASE = int(os.environ.get("ROCM_FLEET_SLURM_PORT_BASE", "2740"))
-HOSTS = ["rfslm-1", "rfslm-2"]
+HOSTS = [f"{LAB}-1", f"{LAB}-2"]
 SMOKE = "/etc/rocm-fleet/cluster/rocm_fleet_mpi_smoke.py"
 STRAY_PATTERN = "rocm_fleet_mpi_smoke|srun"
 
@@ -85,7 +87,7 @@ def test_srun_job_gets_the_declared_environment_on_every_rank(cluster, capsys) -
                      "NCCL_SOCKET_IFNAME", "--print-env", "OMPI_MCA_btl_tcp_if_include")
     assert code == 0, doc["stderr"][-2000:]
     assert doc["method"] == "srun" and doc["hostfile"] == ""
-    assert "--mpi=pmix" in doc["argv"] and "--nodelist=rfslm-1,rfslm-2" in doc["argv"]
+    assert "--mpi=pmix" in doc["argv"] and f"--nodelist={HOSTS[0]},{HOSTS[1]}" in doc["argv"]
     envs = {}
     for line in doc["stdout"].splitlines():
         if line.startswith("rank ") and " env " in line:
@@ -118,7 +120,7 @@ def test_failing_rank_fails_the_srun_job_at_once_naming_the_task(cluster, capsys
                      "--json", "--", "python3", SMOKE, "--fail-rank", "1", "--exit-code", "7")
     assert code == 1
     assert doc["rc"] not in (0, None) and doc["timed_out"] is False, doc
-    assert "rfslm-2: task 1: Exited with exit code 7" in doc["stderr"], doc["stderr"][-2000:]
+    assert f"{HOSTS[1]}: task 1: Exited with exit code 7" in doc["stderr"], doc["stderr"][-2000:]
     assert time.monotonic() - started < 45
     assert _leftovers(lab) == {}
     print(f"failing rank: srun exit {doc['rc']}")

@@ -21,7 +21,7 @@ from validation.lab.inventory import HostPlan, MirrorFacts
 ROOT = Path(__file__).resolve().parents[2]
 FPR = "9A0BC2DD1208B4F8D8D1A66322F27789F247BBEC"
 MIRROR = MirrorFacts(url="http://127.0.0.1:8765", key_url="http://127.0.0.1:8765/rocm/rocm.gpg.key",
-                     key_fingerprints=(FPR,))
+                     key_fingerprints=(FPR,), allow_http=True)
 
 
 def _render(mirror_facts: MirrorFacts | None = MIRROR) -> dict:
@@ -108,6 +108,23 @@ def test_mirror_facts_are_lab_group_vars_under_the_role_names() -> None:
     assert lab_vars["rocm_repo_mirror_url"] == "http://127.0.0.1:8765"
     assert lab_vars["rocm_repo_mirror_key_url"] == "http://127.0.0.1:8765/rocm/rocm.gpg.key"
     assert lab_vars["rocm_repo_mirror_key_fingerprints"] == [FPR]
+    assert lab_vars["rocm_repo_allow_http"] is True    # rocm_repo refuses plain http unless told
+
+
+@pytest.mark.parametrize(("url", "allowed"), [("http://127.0.0.1:8765", True), ("http://10.0.0.5:8765", False),
+                                              ("https://127.0.0.1:8765", False)])
+def test_only_the_loopback_http_mirror_asks_roles_to_accept_plain_http(url: str, allowed: bool) -> None:
+    info = mirror.MirrorInfo(url=url, key_url=f"{url}/rocm/rocm.gpg.key", key_fingerprints=(FPR,), versions=("6.1.2",),
+                             root=Path("/m"), port=8765, pid=1)
+    assert info.allow_http is allowed
+    facts = MirrorFacts(url=url, key_url=info.key_url, key_fingerprints=(FPR,), allow_http=info.allow_http)
+    lab_vars = _render(facts)["all"]["children"]["gpu_nodes"]["children"]["lab"]["vars"]
+    assert ("rocm_repo_allow_http" in lab_vars) is allowed
+
+
+def test_reboots_are_recognised_by_pid_1s_start_time_not_the_shared_kernels_boot_id() -> None:
+    lab_vars = _render(None)["all"]["children"]["gpu_nodes"]["children"]["lab"]["vars"]
+    assert lab_vars["node_reboot_boot_time_command"] == "awk '{print $22}' /proc/1/stat"
 
 
 def test_without_a_mirror_no_mirror_variable_is_written() -> None:

@@ -148,8 +148,8 @@ def test_ssh_to_a_node_uses_the_ansible_connection_and_quotes_the_remote_command
                                              "ansible_ssh_common_args": "-o StrictHostKeyChecking=yes"}),
                                   "gpu_nodes", DEFAULTS)
     argv = ssh_argv(spec.node("node03").connection, ["echo", "a b", "$HOME"])
-    assert argv[:3] == ["ssh", "-p", "2201"]
-    assert argv[-3:] == ["ops@10.0.0.3", "--", "echo 'a b' '$HOME'"]
+    assert argv[:5] == ["ssh", "-p", "2201", "-l", "ops"]          # the user is -l's value, never user@host
+    assert argv[-3:] == ["--", "10.0.0.3", "echo 'a b' '$HOME'"]   # options end before the host
     assert argv[argv.index("-i"):argv.index("-i") + 2] == ["-i", "/k"]
 
 

@@ -109,7 +109,7 @@ def test_each_rail_gets_its_own_port_server_starts_first_and_both_sides_are_time
         assert " -x 3 --report_gbits -F -s 1048576 -D 5 " in cmd
     assert {cmd.split(" -p ")[1].split()[0] for cmd in sides} == {"18515", "18516"}
     assert len({cmd.split()[1] for cmd in sides}) == 2          # one marker per (pair, rail) run
-    assert any("root@10.0.0.1" in argv for _, argv, _ in rec.calls if "-d mlx5_0" in argv[-1]
+    assert any(argv[-3:-1] == ["--", "10.0.0.1"] for _, argv, _ in rec.calls if "-d mlx5_0" in argv[-1]
                and not argv[-1].endswith("10.0.0.1"))   # the server side runs on the partner
     assert (tmp_path / "n2" / "mlx5_0:1.txt").read_text() == BW.read_text()
     doc = json.loads((tmp_path / RUNS_FILE).read_text())

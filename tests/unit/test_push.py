@@ -68,7 +68,7 @@ PAYLOAD = {"schema_version": 1, "nodes": 2, "failed": False, "metrics": []}
 
 
 def test_summary_is_posted_as_json_with_the_bearer_token(endpoint: Endpoint) -> None:
-    result = push.push_json(endpoint.url, PAYLOAD, token=TOKEN, timeout_s=5)
+    result = push.push_json(endpoint.url, PAYLOAD, token=TOKEN, timeout_s=5, allow_http=True)
     assert (result.status_code, result.attempts, result.url) == (200, 1, endpoint.url)
     (got,) = endpoint.received
     assert got["path"] == "/ingest"
@@ -138,15 +138,37 @@ def test_token_comes_from_a_file_first_line_or_the_environment(tmp_path: Path) -
     assert push.read_token(environ={}) is None
 
 
-def test_an_empty_token_file_is_refused_and_a_readable_one_warned(tmp_path: Path,
-                                                                 caplog: pytest.LogCaptureFixture) -> None:
+def test_an_empty_token_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "empty").write_text("\n")
+    (tmp_path / "empty").chmod(0o600)
     with pytest.raises(RocmFleetError, match="is empty"):
         push.read_token(file=tmp_path / "empty")
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604], ids=["0644", "0640", "0604"])
+def test_a_token_file_that_others_may_read_is_refused_without_showing_the_token(tmp_path: Path, mode: int) -> None:
     (tmp_path / "open").write_text(TOKEN)
-    (tmp_path / "open").chmod(0o644)
-    push.read_token(file=tmp_path / "open")
-    assert "readable by other users" in caplog.text and TOKEN not in caplog.text
+    (tmp_path / "open").chmod(mode)
+    with pytest.raises(RocmFleetError, match=f"readable by other users \\(mode {mode:04o}\\); chmod 0600") as caught:
+        push.read_token(file=tmp_path / "open")
+    assert TOKEN not in str(caught.value)
+
+
+def test_a_token_over_plain_http_is_refused_and_nothing_is_sent(endpoint: Endpoint) -> None:
+    with pytest.raises(RocmFleetError, match="would send the bearer token in clear over plain http") as caught:
+        push.push_json(endpoint.url, PAYLOAD, token=TOKEN, timeout_s=5)
+    assert endpoint.received == [] and TOKEN not in str(caught.value)
+
+
+def test_url_user_info_over_plain_http_is_refused_and_nothing_is_sent(endpoint: Endpoint) -> None:
+    with pytest.raises(RocmFleetError, match="would send the URL's user info in clear") as caught:
+        push.push_json(secret_url(endpoint), PAYLOAD, timeout_s=5)
+    assert endpoint.received == [] and PASSWORD not in str(caught.value)
+
+
+def test_plain_http_without_a_credential_needs_no_permission(endpoint: Endpoint) -> None:
+    assert push.push_json(endpoint.url, PAYLOAD, timeout_s=5).status_code == 200
+    assert "Authorization" not in endpoint.received[0]["headers"]
 
 
 def results_dir(tmp_path: Path) -> Path:
@@ -172,7 +194,7 @@ def test_report_push_sends_the_fleet_summary_and_leaks_no_secret(
     monkeypatch.setenv("ROCM_FLEET_PUSH_TOKEN", TOKEN)
     endpoint.script = [503, 200]
     rc = main(["--debug", "report", str(results_dir(tmp_path)), "--json", "--push", secret_url(endpoint),
-               "--push-retries", "2", "--push-timeout-s", "5"])
+               "--push-allow-http", "--push-retries", "2", "--push-timeout-s", "5"])
     out, err = capsys.readouterr()
     assert rc == 0
     doc = json.loads(out)
@@ -197,7 +219,8 @@ def test_failed_push_exits_2_after_writing_the_report_and_names_no_secret(
     token_file.chmod(0o600)
     endpoint.script = [401]
     run = results_dir(tmp_path)
-    rc = main(["--debug", "report", str(run), "--push", secret_url(endpoint), "--push-token-file", str(token_file)])
+    rc = main(["--debug", "report", str(run), "--push", secret_url(endpoint), "--push-token-file", str(token_file),
+               "--push-allow-http"])
     out, err = capsys.readouterr()
     assert rc == 2 and (run / "fleet.md").is_file()
     assert f"push to {endpoint.url} refused: HTTP 401" in err
@@ -208,3 +231,28 @@ def test_failed_push_exits_2_after_writing_the_report_and_names_no_secret(
 def test_a_token_file_without_push_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(results_dir(tmp_path)), "--push-token-file", str(tmp_path / "token")]) == 2
     assert "only used with --push" in capsys.readouterr().err
+
+
+def test_report_push_of_a_token_to_plain_http_exits_2_and_sends_nothing(
+        endpoint: Endpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ROCM_FLEET_PUSH_TOKEN", TOKEN)
+    run = results_dir(tmp_path)
+    rc = main(["report", str(run), "--push", endpoint.url])
+    out, err = capsys.readouterr()
+    assert rc == 2 and (run / "fleet.md").is_file()
+    assert f"push to {endpoint.url} would send the bearer token in clear over plain http" in err
+    assert "--push-allow-http" in err
+    assert endpoint.received == [] and TOKEN not in out + err
+
+
+def test_report_push_refuses_a_token_file_others_can_read(
+        endpoint: Endpoint, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    token_file.chmod(0o644)
+    rc = main(["report", str(results_dir(tmp_path)), "--push", endpoint.url, "--push-token-file", str(token_file),
+               "--push-allow-http"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "is readable by other users (mode 0644); chmod 0600" in err
+    assert endpoint.received == []

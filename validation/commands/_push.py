@@ -1,7 +1,8 @@
 """`--push URL` for `rocm-fleet report`: the options and the call, kept apart from the report itself.
 
 The token comes from an environment variable (`--push-token-env`, default ROCM_FLEET_PUSH_TOKEN) or
-a file (`--push-token-file`), never from the command line.
+a file (`--push-token-file`, which others must not be able to read), never from the command line. A
+credential goes to a plain http:// URL only with `--push-allow-http`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--push-token-env", metavar="VAR", default=push.DEFAULT_TOKEN_ENV,
                    help=f"environment variable holding a bearer token for --push (default {push.DEFAULT_TOKEN_ENV})")
     p.add_argument("--push-token-file", type=Path, metavar="FILE", default=None,
-                   help="file whose first line is the bearer token for --push (used instead of the variable)")
+                   help="file whose first line is the bearer token for --push (used instead of the variable); "
+                   "refused when group or others may read it")
+    p.add_argument("--push-allow-http", action="store_true",
+                   help="let --push send the token (or URL user info) over plain http:// (a network you trust "
+                   "end to end); refused otherwise")
     p.add_argument("--push-timeout-s", type=float, default=10.0, help="seconds allowed per push request (default 10)")
     p.add_argument("--push-retries", type=int, default=3,
                    help="further attempts after a connection error, timeout or 429/5xx (default 3)")
@@ -38,7 +43,8 @@ def maybe_push(args: argparse.Namespace, doc: dict[str, Any]) -> dict[str, Any] 
         return None
     try:
         token = push.read_token(env_var=args.push_token_env, file=args.push_token_file)
-        result = push.push_json(args.push, doc, token=token, timeout_s=args.push_timeout_s, retries=args.push_retries)
+        result = push.push_json(args.push, doc, token=token, timeout_s=args.push_timeout_s, retries=args.push_retries,
+                                allow_http=args.push_allow_http)
     except RocmFleetError as exc:
         return {"error": str(exc)}
     return to_jsonable(result)

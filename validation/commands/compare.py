@@ -26,6 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a change worse than this %% is a regression (default 5)")
     p.add_argument("--node", metavar="NODE", default=None,
                    help="compare this node only (an upgrade gate compares each node with its own baseline)")
+    p.add_argument("--require-measurements", action="store_true",
+                   help="no verdict (exit 2) when the runs have no measurement to compare (an upgrade gate whose "
+                   "tier measured nothing would otherwise pass)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(run=run)
 
@@ -39,6 +42,11 @@ def run(args: argparse.Namespace) -> int:
         which = f" for {args.node}" if args.node else ""
         raise RocmFleetError(f"need per-node results{which} in both {args.before} and {args.after}")
     deltas = fleet.compare(before, after, tolerance=args.tolerance_pct / 100)
+    if args.require_measurements and not deltas:
+        which = f" of {args.node}" if args.node else ""
+        raise RocmFleetError(f"no measurements{which} in {args.before} or {args.after}, so there is nothing to "
+                             "compare; validate with a tier that measures (quick: GEMM, HBM, host-GPU and P2P "
+                             "bandwidth, RCCL)")
     regressions = [d for d in deltas if d.regression]
     incomplete = incomplete_runs(before, after)
     if args.json:

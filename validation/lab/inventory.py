@@ -13,6 +13,10 @@ from validation.errors import LabError
 
 MARKER = "# rocm-fleet lab: "  # first line of a generated inventory, followed by the lab name
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
+# A lab host is a container on the machine's kernel, so the kernel's boot id never changes when it
+# reboots; its PID 1 is new after every boot (podman starts the container again): node_reboot's
+# ansible.builtin.reboot compares this instead (field 22 of /proc/1/stat, PID 1's start time).
+BOOT_TIME_COMMAND = "awk '{print $22}' /proc/1/stat"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -26,6 +30,7 @@ class MirrorFacts:
     url: str                      # http://127.0.0.1:PORT, the root that holds rocm/apt/<version>/
     key_url: str                  # the armored public key, AMD's path: <url>/rocm/rocm.gpg.key
     key_fingerprints: tuple[str, ...]  # 40 hex digits, upper case, no spaces
+    allow_http: bool = False      # plain http on loopback: rocm_repo_allow_http for this mirror only
 
 
 def check_name(name: str) -> str:
@@ -72,11 +77,14 @@ def render(lab: str, hosts: Sequence[HostPlan], *, key_path: Path, known_hosts: 
         "ansible_ssh_common_args": (f"-o UserKnownHostsFile={known_hosts} -o StrictHostKeyChecking=yes "
                                     "-o IdentitiesOnly=yes"),
         "ansible_python_interpreter": "/usr/bin/python3",
+        "node_reboot_boot_time_command": BOOT_TIME_COMMAND,
     }
     if mirror is not None:
         lab_vars["rocm_repo_mirror_url"] = mirror.url
         lab_vars["rocm_repo_mirror_key_url"] = mirror.key_url
         lab_vars["rocm_repo_mirror_key_fingerprints"] = list(mirror.key_fingerprints)
+        if mirror.allow_http:
+            lab_vars["rocm_repo_allow_http"] = True
     group = {
         "hosts": {h.name: {"ansible_host": "127.0.0.1", "ansible_port": h.port} for h in hosts},
         "vars": lab_vars,

@@ -114,7 +114,7 @@ class Lab:
             lap("hosts_ready")
             facts = None if mirror_info is None else MirrorFacts(
                 url=mirror_info.url, key_url=mirror_info.key_url,
-                key_fingerprints=mirror_info.key_fingerprints)
+                key_fingerprints=mirror_info.key_fingerprints, allow_http=mirror_info.allow_http)
             inventory.write(self.inventory_path, self.name,
                             inventory.render(self.name, plan, key_path=key, known_hosts=known_hosts,
                                              mirror=facts))

@@ -27,6 +27,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from validation.errors import LabError
 from validation.lab import _proc
@@ -103,6 +104,12 @@ class MirrorInfo:
     def fingerprint(self) -> str:
         """The signing key's fingerprint (the lab signs with one key per run)."""
         return self.key_fingerprints[0]
+
+    @property
+    def allow_http(self) -> bool:
+        """Whether roles may take this mirror's plain http URLs (rocm_repo_allow_http): only while it is
+        served on 127.0.0.1, where lab hosts reach it without leaving the machine (serve.py binds there)."""
+        return urlsplit(self.url).scheme == "http" and urlsplit(self.url).hostname == "127.0.0.1"
 
 
 # ---------------------------------------------------------------- download + check

@@ -4,7 +4,8 @@ pairwise runs, and admit nodes into a cluster.
     inventory.py  the cluster as the inventory declares it (hosts, launcher, env, interface)
     hostfile.py   OpenMPI hostfile and Slurm node list (pure)
     launch.py     mpirun / srun command lines (pure)
-    remote.py     run a launch over SSH with a timeout; sweep stray ranks off every node
+    remote.py     run a launch over SSH (as the job user) with a timeout; sweep stray ranks off every node
+    cluster_ssh.py  the cluster key's restricted authorized_keys line; checks on ssh_config values (pure)
     schedule.py   pairwise, known-good-partner and k-batch rounds (pure)
     targets.py    multi-node bus bandwidth targets by SKU, node count and GPU count (pure)
     admission.py  single-node result + pairwise busbw -> admitted / rejected with reasons (pure)

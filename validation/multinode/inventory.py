@@ -62,11 +62,23 @@ def group_hosts(doc: Mapping[str, Any], group: str) -> list[str]:
 def _connection(name: str, hv: Mapping[str, Any]) -> Connection:
     args = hv.get("ansible_ssh_common_args") or ""
     extra = hv.get("ansible_ssh_extra_args") or ""
-    return Connection(host=str(hv.get("ansible_host") or name), port=int(hv.get("ansible_port") or 22),
-                      user=str(hv.get("ansible_user") or "root"),
-                      key_file=str(hv["ansible_ssh_private_key_file"]) if hv.get("ansible_ssh_private_key_file")
-                      else None,
-                      ssh_args=tuple(shlex.split(str(args))) + tuple(shlex.split(str(extra))))
+    try:
+        return Connection(host=str(hv.get("ansible_host") or name), port=int(hv.get("ansible_port") or 22),
+                          user=str(hv.get("ansible_user") or "root"),
+                          key_file=str(hv["ansible_ssh_private_key_file"]) if hv.get("ansible_ssh_private_key_file")
+                          else None,
+                          ssh_args=tuple(shlex.split(str(args))) + tuple(shlex.split(str(extra))))
+    except ClusterError as exc:
+        raise ClusterError(f"inventory host {name}: {exc}") from None
+
+
+def _node(name: str, hv: Mapping[str, Any], conn: Connection, *, own_reach: bool = True) -> Node:
+    host = str(hv.get("mpi_launcher_ssh_host") or conn.host) if own_reach else conn.host
+    port = int(hv.get("mpi_launcher_ssh_port") or conn.port) if own_reach else conn.port
+    try:
+        return Node(name=name, ssh_host=host, ssh_port=port, connection=conn)
+    except ClusterError as exc:
+        raise ClusterError(f"inventory host {name}: {exc}") from None
 
 
 def _no_templates(name: str, value: Any) -> Any:
@@ -111,20 +123,17 @@ def cluster_from_inventory(doc: Mapping[str, Any], group: str,
     nodes = []
     for name in names:
         hv = {**base, **hostvars.get(name, {})}
-        conn = _connection(name, hv)
-        nodes.append(Node(name=name, ssh_host=str(hv.get("mpi_launcher_ssh_host") or conn.host),
-                          ssh_port=int(hv.get("mpi_launcher_ssh_port") or conn.port), connection=conn))
+        nodes.append(_node(name, hv, _connection(name, hv)))
     if launch_node not in names:   # an srun login node outside the group: reachable, not a rank host
         hv = {**base, **hostvars[launch_node]}
-        conn = _connection(launch_node, hv)
-        nodes.append(Node(name=launch_node, ssh_host=conn.host, ssh_port=conn.port, connection=conn))
+        nodes.append(_node(launch_node, hv, _connection(launch_node, hv), own_reach=False))
     mca = {str(k): str(_no_templates(str(k), val)) for k, val in (v.get("mpi_launcher_mca") or {}).items()}
     return ClusterSpec(
         name=str(v.get("mpi_launcher_cluster_name") or group), nodes=tuple(nodes), method=method,
         launch_node=launch_node, ranks_per_node=int(v.get("mpi_launcher_ranks_per_node", 8)),
         socket_ifname=str(_no_templates("mpi_launcher_socket_ifname", v.get("mpi_launcher_socket_ifname") or "")),
         env=tuple(sorted(job_env(v).items())), mca=tuple(sorted(mca.items())),
-        job_user=str(v.get("mpi_launcher_user") or "root"),
+        job_user=str(v.get("mpi_launcher_user") or "rocm-fleet-mpi"),
         config_dir=str(v.get("mpi_launcher_config_dir") or "/etc/rocm-fleet/cluster"),
         work_dir=str(v.get("mpi_launcher_work_dir") or "/var/lib/rocm-fleet/cluster"),
         mpirun=str(v.get("mpi_launcher_mpirun") or "mpirun"), srun=str(v.get("mpi_launcher_srun") or "srun"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from validation.errors import RocmFleetError
@@ -15,6 +16,33 @@ class ClusterError(RocmFleetError):
     """The cluster cannot be launched on as declared (inventory, connection, launcher)."""
 
 
+# Inventory values that end up as words of ssh, mpirun, srun or ib_write_bw command lines. A value
+# that starts with '-' would be read as an option, one with a space or a newline would split or
+# end an ssh_config line: refuse them where the inventory is read, and again where argv is built.
+HOST_RE = re.compile(r"^[A-Za-z0-9_:\[][A-Za-z0-9_.:%\[\]-]*$")  # name, IPv4, IPv6 (zone index)
+USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\$?$")         # POSIX-ish account name
+PROGRAM_RE = re.compile(r"^[A-Za-z0-9_./+][A-Za-z0-9_./+-]*$")   # an executable name or path, no '='
+PATH_RE = re.compile(r"^/[A-Za-z0-9_./+-]*$")                     # an absolute path without spaces
+MCA_RE = re.compile(r"^[A-Za-z0-9_]+$")
+IFNAME_RE = re.compile(r"^([A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*)?$")
+
+
+def check_word(value: str, pattern: re.Pattern[str], what: str, hint: str) -> str:
+    """value, when it matches pattern; else ClusterError naming `what` (the inventory variable)."""
+    if not pattern.match(value):
+        raise ClusterError(f"{what} is {value!r}, which is not {hint}; a leading '-', spaces, newlines and "
+                           "quotes are refused because the value becomes a word of a command line")
+    return value
+
+
+def check_host(value: str, what: str) -> str:
+    return check_word(value, HOST_RE, what, "a host name or address")
+
+
+def check_user(value: str, what: str) -> str:
+    return check_word(value, USER_RE, what, "a user name")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Connection:
     """How the controller reaches one node over SSH (from the node's Ansible connection variables)."""
@@ -24,6 +52,12 @@ class Connection:
     user: str
     key_file: str | None
     ssh_args: tuple[str, ...]     # ansible_ssh_common_args, split
+
+    def __post_init__(self) -> None:
+        check_host(self.host, "ansible_host")
+        check_user(self.user, "ansible_user")
+        if not 0 < self.port < 65536:
+            raise ClusterError(f"ansible_port is {self.port}; give a TCP port (1-65535)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,6 +69,10 @@ class Node:
     ssh_host: str
     ssh_port: int
     connection: Connection
+
+    def __post_init__(self) -> None:
+        check_host(self.name, "the inventory host name")
+        check_host(self.ssh_host, f"mpi_launcher_ssh_host of {self.name}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,6 +93,16 @@ class ClusterSpec:
     mpirun: str
     srun: str
     srun_args: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        check_user(self.job_user, "mpi_launcher_user")
+        for what, value in (("mpi_launcher_mpirun", self.mpirun), ("mpi_launcher_srun", self.srun)):
+            check_word(value, PROGRAM_RE, what, "a program name or path")
+        for what, value in (("mpi_launcher_config_dir", self.config_dir), ("mpi_launcher_work_dir", self.work_dir)):
+            check_word(value, PATH_RE, what, "an absolute path")
+        check_word(self.socket_ifname, IFNAME_RE, "mpi_launcher_socket_ifname", "interface names, comma-separated")
+        for key, _ in self.mca:
+            check_word(key, MCA_RE, "an mpi_launcher_mca name", "an MCA parameter name")
 
     def node(self, name: str) -> Node:
         for node in self.nodes:

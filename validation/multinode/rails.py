@@ -31,7 +31,7 @@ from pathlib import Path
 
 from validation.errors import ParseError
 from validation.judge import CODES, Verdict, judge_target
-from validation.multinode.model import ClusterSpec
+from validation.multinode.model import HOST_RE, ClusterSpec
 from validation.multinode.remote import ssh_argv
 from validation.parsers import ib_write_bw
 from validation.parsers.ib_write_bw import IbWriteBwResult
@@ -50,6 +50,7 @@ PORT_STATE = Target(
 
 _KEY = re.compile(r"^\s*(?P<key>[A-Za-z_]+|GID\[\s*\d+\]):\s*(?P<value>.*?)\s*$")
 _NUMBER_IN_PARENS = re.compile(r"^(?P<word>\S+)(?:\s+\(\d+\))?$")
+_DEVICE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")   # an RDMA device name (mlx5_0, rdma0, bnxt_re1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -243,9 +244,10 @@ class RailBandwidth:
 
 
 def split_rail(rail: str) -> tuple[str, int]:
-    """Rail "mlx5_0:1" -> ("mlx5_0", 1); a bare device means port 1."""
+    """Rail "mlx5_0:1" -> ("mlx5_0", 1); a bare device means port 1. The device becomes a word of the
+    ib_write_bw command line, so it must be a device name (no leading '-', no spaces)."""
     device, _, port = rail.partition(":")
-    if not device or (port and not port.isdigit()):
+    if not _DEVICE.match(device) or (port and not port.isdigit()):
         raise ValueError(f"rail {rail!r} is not DEVICE[:PORT] (e.g. mlx5_0:1)")
     return device, int(port) if port else 1
 
@@ -258,9 +260,9 @@ def rail_pair_argv(rail: str, server_host: str, *, gid_index: int | None = None,
     The client adds the server's address last. `gid_index` is needed on RoCE and left out on IB.
     """
     device, port = split_rail(rail)
-    if size_bytes < 1 or duration_s < 1 or qps < 1 or not 0 < tcp_port < 65536 or not server_host:
-        raise ValueError(f"need size_bytes, duration_s, qps >= 1, a TCP port and a server host; got {size_bytes}, "
-                         f"{duration_s}, {qps}, {tcp_port}, {server_host!r}")
+    if size_bytes < 1 or duration_s < 1 or qps < 1 or not 0 < tcp_port < 65536 or not HOST_RE.match(server_host):
+        raise ValueError(f"need size_bytes, duration_s, qps >= 1, a TCP port and a server host name or address; "
+                         f"got {size_bytes}, {duration_s}, {qps}, {tcp_port}, {server_host!r}")
     common = (binary, "-d", device, "-i", str(port), *(("-x", str(gid_index)) if gid_index is not None else ()),
               "--report_gbits", "-F", "-s", str(size_bytes), "-D", str(duration_s), "-q", str(qps),
               "-p", str(tcp_port), *(("-b",) if bidirectional else ()))

@@ -9,6 +9,11 @@ private key and ansible_ssh_common_args). One launch:
 3. sweeps every node of the job, always: any process whose environment holds
    ROCM_FLEET_JOB=<this job's marker> is killed with SIGKILL and reported as a stray;
 4. removes the hostfile.
+
+Steps 1, 2 and 4 run as the cluster's job user (mpi_launcher_user): directly when Ansible's SSH user
+is that user, otherwise through `sudo -n -u USER --` on the launch node. Every ssh command line names
+the user with `-l` and ends its options with `--` before the host, so no inventory value is read as
+an ssh option.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from dataclasses import dataclass
 
 from validation.multinode import launch as launch_argv
 from validation.multinode.hostfile import openmpi_hostfile
-from validation.multinode.model import MPIRUN, ClusterSpec, Connection
+from validation.multinode.model import MPIRUN, ClusterSpec, Connection, check_host, check_user
 from validation.probes import runner
 from validation.probes.runner import RawRun
 
@@ -90,12 +95,25 @@ class LaunchResult:
 
 
 def ssh_argv(conn: Connection, remote_argv: Sequence[str]) -> list[str]:
-    """ssh to a node as Ansible would, running remote_argv (quoted for the remote shell)."""
-    argv = ["ssh", "-p", str(conn.port), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
+    """ssh to a node as Ansible would, running remote_argv (quoted for the remote shell):
+    `ssh -p PORT -l USER [options] -- HOST 'command'`."""
+    check_user(conn.user, "ansible_user")
+    check_host(conn.host, "ansible_host")
+    argv = ["ssh", "-p", str(conn.port), "-l", conn.user, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
     if conn.key_file:
         argv += ["-i", conn.key_file]
     argv += list(conn.ssh_args)
-    return [*argv, f"{conn.user}@{conn.host}", "--", shlex.join(remote_argv)]
+    return [*argv, "--", conn.host, shlex.join(remote_argv)]
+
+
+def as_job_user(spec: ClusterSpec, conn: Connection, argv: Sequence[str], *, cwd: str = "/") -> list[str]:
+    """argv run as the cluster's job user: as it is when SSH already logs in as that user, else via sudo,
+    from a directory that user can enter (mpirun crashes in one it cannot: seen with a root SSH login,
+    whose cwd /root is closed to the job user; OpenMPI 5.0.7 exits 139)."""
+    if conn.user == spec.job_user:
+        return list(argv)
+    return ["sudo", "-n", "-H", "-u", check_user(spec.job_user, "mpi_launcher_user"), "--", "env", f"--chdir={cwd}",
+            *argv]
 
 
 def new_marker() -> str:
@@ -104,13 +122,15 @@ def new_marker() -> str:
 
 def write_file_argv(directory: str, name: str, content: str) -> list[str]:
     """Remote argv that writes content to directory/name (no interpolation into the script)."""
-    return ["sh", "-c", 'umask 077 && mkdir -p "$1" && printf %s "$2" > "$1/$3"', "sh", directory, content, name]
+    return ["sh", "-c", 'umask 077 && mkdir -p -- "$1" && printf %s "$2" > "$1/$3"', "sh", directory, content, name]
 
 
 def sweep(spec: ClusterSpec, node: str, marker: str, *, run: Runner = runner.run) -> tuple[list[Stray], str]:
     """Kill what is left of job `marker` on `node`; (strays, error text or "")."""
     conn = spec.node(node).connection
-    raw = run(ssh_argv(conn, ["python3", "-c", SWEEP_SCRIPT, marker]), timeout_s=SWEEP_TIMEOUT_S)
+    sweeper = ["python3", "-c", SWEEP_SCRIPT, marker]           # root sees every process; else the job's own user
+    raw = run(ssh_argv(conn, sweeper if conn.user == "root" else as_job_user(spec, conn, sweeper)),
+              timeout_s=SWEEP_TIMEOUT_S)
     if not raw.ok:
         why = "timed out" if raw.timed_out else f"rc {raw.rc}: {raw.stderr.strip()[-300:]}"
         return [], f"{node}: sweep failed ({why})"
@@ -136,14 +156,16 @@ def launch(spec: ClusterSpec, nodes: Sequence[str], program: Sequence[str], *, t
     argv = launch_argv.argv_for(spec, nodes, program, hostfile_path=hostfile_path, marker=marker,
                                 timeout_s=timeout_s)
     if hostfile:
-        wrote = run(ssh_argv(conn, write_file_argv(spec.work_dir, f"hostfile-{marker}", hostfile)),
+        wrote = run(ssh_argv(conn, as_job_user(spec, conn, write_file_argv(spec.work_dir, f"hostfile-{marker}",
+                                                                            hostfile))),
                     timeout_s=SWEEP_TIMEOUT_S)
         if not wrote.ok:
             return _result(spec, nodes, launch_node, marker, argv, hostfile, wrote, (), (
                 f"{launch_node}: could not write the hostfile: rc {wrote.rc} {wrote.stderr.strip()[-300:]}",))
     log.info("launching %s on %s (%d nodes) via %s, limit %.0f s", marker, launch_node, len(nodes), spec.method,
              timeout_s)
-    raw = run(ssh_argv(conn, argv), timeout_s=timeout_s + launch_argv.KILL_AFTER_S + SSH_SLACK_S)
+    raw = run(ssh_argv(conn, as_job_user(spec, conn, argv, cwd=spec.work_dir)),
+              timeout_s=timeout_s + launch_argv.KILL_AFTER_S + SSH_SLACK_S)
     strays, errors = [], []
     with ThreadPoolExecutor(max_workers=min(16, len(nodes))) as pool:
         for found, error in pool.map(lambda n: sweep(spec, n, marker, run=run), nodes):
@@ -154,7 +176,7 @@ def launch(spec: ClusterSpec, nodes: Sequence[str], program: Sequence[str], *, t
         log.warning("job %s left %d process(es) behind; killed: %s", marker, len(strays),
                     ", ".join(f"{s.node}:{s.pid} {s.command}" for s in strays))
     if hostfile:
-        run(ssh_argv(conn, ["rm", "-f", hostfile_path]), timeout_s=SWEEP_TIMEOUT_S)
+        run(ssh_argv(conn, as_job_user(spec, conn, ["rm", "-f", "--", hostfile_path])), timeout_s=SWEEP_TIMEOUT_S)
     return _result(spec, nodes, launch_node, marker, argv, hostfile, raw, tuple(strays), tuple(errors))
 
 

@@ -30,8 +30,17 @@ def compat_problems(combo: dict, extra_rows: list | None = None) -> list[str]:
     return found
 
 
-def openpgp_fingerprints(key_text: str) -> list[str]:
-    return openpgp.fingerprints(key_text)
+def trusted_key(material: str, pinned: list[str]) -> dict:
+    """{'armored': what to write, 'fingerprints': [...], 'problem': ''}, or the reason to refuse in 'problem'.
+
+    Every key in the downloaded material must be pinned; the text to write is rebuilt from the
+    verified keys (validation/openpgp.trusted_keys), never the download itself.
+    """
+    try:
+        armored = openpgp.trusted_keys(material, pinned)
+    except openpgp.KeyError_ as exc:
+        return {"armored": "", "fingerprints": [], "problem": str(exc)}
+    return {"armored": armored, "fingerprints": openpgp.fingerprints(armored), "problem": ""}
 
 
 def normalize_fingerprints(values: list[str]) -> list[str]:
@@ -48,7 +57,7 @@ class FilterModule:
     def filters(self) -> dict:
         return {
             "rocm_fleet_compat_problems": compat_problems,
-            "rocm_fleet_openpgp_fingerprints": openpgp_fingerprints,
+            "rocm_fleet_trusted_key": trusted_key,
             "rocm_fleet_normalize_fingerprints": normalize_fingerprints,
             "rocm_fleet_repo_dir": repo_dir,
         }
