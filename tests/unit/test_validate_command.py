@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from _pytest.mark.expression import Expression
+
 from validation.cli import main
+from validation.commands.validate import marker_expr
 
 
 def test_validating_a_node_without_its_declared_state_is_refused_in_one_line(tmp_path: Path) -> None:
@@ -24,3 +28,15 @@ def test_a_missing_spec_or_baseline_file_is_one_line_and_exit_2(tmp_path: Path, 
     assert main(["validate", "--hosts", "local://", "--spec", str(spec), "--baseline", str(tmp_path / "b.yml")]) == 2
     err = capsys.readouterr().err
     assert "--spec" in err and "--baseline" in err and "no such file" in err
+
+
+
+
+@pytest.mark.parametrize("tier", ["smoke", "quick", "acceptance"])
+def test_no_gpu_leaves_out_every_gpu_check_of_the_tier(tier: str) -> None:
+    """pytest's own marker-expression evaluator decides, as it does when selecting checks."""
+    selected = Expression.compile(marker_expr(tier, no_gpu=True)).evaluate
+    assert not selected({"smoke", "gpu"}.__contains__)
+    assert not selected({"quick", "gpu"}.__contains__)
+    assert selected({"smoke"}.__contains__)
+    assert selected({"quick"}.__contains__) is (tier != "smoke")

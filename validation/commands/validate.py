@@ -59,8 +59,13 @@ def checks_argv(hosts: str, expr: str, results: Path, *options: str) -> list[str
     return argv
 
 
+def marker_expr(tier: str, *, no_gpu: bool) -> str:
+    """pytest's -m expression for `tier`; `and` binds tighter than `or`, so the tier is parenthesised."""
+    return f"({TIER_EXPR[tier]}) and not gpu" if no_gpu else TIER_EXPR[tier]
+
+
 def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
-    argv = checks_argv(args.hosts, TIER_EXPR[args.tier] + (" and not gpu" if args.no_gpu else ""), results)
+    argv = checks_argv(args.hosts, marker_expr(args.tier, no_gpu=args.no_gpu), results)
     if args.inventory:
         argv.append(f"--ansible-inventory={args.inventory}")
     if args.spec:
