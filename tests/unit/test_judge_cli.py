@@ -97,3 +97,23 @@ def test_rvs_gst_is_judged_with_our_own_target_not_rvs_met_flag(capsys: pytest.C
     assert rc == 1
     (cut,) = [v for f in doc["files"] for v in f["verdicts"] if v["code"] == "RF-INCOMPLETE-OUTPUT"]
     assert cut["status"] == "error"
+
+
+def test_skips_are_one_line_per_reason_and_every_failure_keeps_its_own_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """The 8-GPU topology gives 56 record-only link weights: one line naming how many links and the value;
+    -v lists them all. A failure is never folded into a summary."""
+    topology = str(FIX / "real/amd-smi/mi300x-x8-amdsmi-changelog-6.1.0-topology.txt")
+    assert main(["judge", "--profile", "mi300x", topology]) == 0
+    short = capsys.readouterr().out.splitlines()
+    (skip,) = [line for line in short if line.lstrip().startswith("SKIP")]
+    assert "topology_weight on 56 subjects (gpu0 -> gpu1 … gpu7 -> gpu6) = 15 weight: record only: no threshold" in skip
+    assert main(["judge", "--profile", "mi300x", "-v", topology]) == 0
+    assert sum(line.lstrip().startswith("SKIP") for line in capsys.readouterr().out.splitlines()) == 56
+
+    weak = "transferbench:" + str(FIX / "derived/transferbench/mi300x-x8-p2p-weak-gpu2-to-gpu5.txt")
+    assert main(["judge", "--profile", "mi300x", weak]) == 1
+    out = capsys.readouterr().out
+    rc, doc = judge(capsys, weak)
+    assert rc == 1 and failures(doc)
+    for failure in failures(doc):
+        assert failure["reason"] in out

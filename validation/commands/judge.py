@@ -19,7 +19,7 @@ from pathlib import Path
 
 from validation import baseline, extract, inputs, parsers
 from validation.errors import ParseError, RocmFleetError
-from validation.judge import aggregate
+from validation.judge import Verdict, aggregate
 from validation.records import Status, to_jsonable
 from validation.targets import load_targets
 from validation.targets.model import TargetProfile
@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="site baseline (rocm-fleet baseline create), applied where it is stricter or nothing is "
                    "published")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="one line per SKIP verdict (default: one line per reason, with the subjects it covers)")
     p.add_argument("--max-input-mb", type=float, default=None, metavar="MB",
                    help=f"refuse an input larger than this (default ${inputs.ENV_VARIABLE} or "
                    f"{inputs.DEFAULT_MAX_INPUT_MB})")
@@ -92,6 +94,46 @@ def _targets(args: argparse.Namespace, gpu_count: int | None) -> TargetProfile:
     return load_targets(args.profile, gpu_count=gpu_count, partition=args.partition, overrides=extra)
 
 
+def _skip_reason(v: Verdict) -> str:
+    """What a SKIP says apart from its subject and value: "record only: gpu0 -> gpu1 w 15 u; WHY" -> WHY."""
+    prefix = f"record only: {v.subject} {v.metric} "
+    if v.reason.startswith(prefix) and "; " in v.reason:
+        return "record only: " + v.reason.split("; ", 1)[1]
+    return v.reason.replace(v.subject, "<subject>") if v.subject else v.reason
+
+
+def _values(skips: list[Verdict]) -> str:
+    """" = 15 weight", " = 14.84..15.9 GB/s" (the range of numbers), " = a, b" (other values)."""
+    measured = [v.measured for v in skips if v.measured is not None]
+    if not measured:
+        return ""
+    numbers = [m for m in measured if isinstance(m, (int, float)) and not isinstance(m, bool)]
+    if len(numbers) == len(measured) and min(numbers) != max(numbers):
+        shown = f"{min(numbers):g}..{max(numbers):g}"
+    else:
+        distinct = sorted({str(m) for m in measured})
+        shown = ", ".join(distinct[:3]) + (f" … ({len(distinct)} values)" if len(distinct) > 3 else "")
+    return f" = {shown} {skips[0].unit}".rstrip()
+
+
+def verdict_lines(verdicts: list[Verdict], *, every_skip: bool = False) -> list[str]:
+    """Every verdict that is not a PASS on its own line, except SKIPs, which are one line per reason
+    (with the metric, how many subjects and the values they had) unless `every_skip`."""
+    listed = {Status.PASS, Status.SKIP} if not every_skip else {Status.PASS}
+    lines = [f"  {v.status.value.upper():7} {v.code or '':22} {v.reason}" for v in verdicts if v.status not in listed]
+    if every_skip:
+        return lines
+    groups: dict[tuple[str, str], list[Verdict]] = {}
+    for v in verdicts:
+        if v.status is Status.SKIP:
+            groups.setdefault((v.metric, _skip_reason(v)), []).append(v)
+    for (metric, reason), skips in groups.items():
+        subjects = [v.subject for v in skips]
+        where = subjects[0] if len(subjects) == 1 else f"{len(subjects)} subjects ({subjects[0]} … {subjects[-1]})"
+        lines.append(f"  {'SKIP':7} {'':22} {metric} on {where}{_values(skips)}: {reason}")
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     default = _targets(args, args.gpus)
     results = []
@@ -119,9 +161,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         for file, tool, verdicts in results:
             print(f"{file} ({tool}): {aggregate(verdicts).value.upper()}, {len(verdicts)} verdicts")
-            for v in verdicts:
-                if v.status is not Status.PASS:
-                    print(f"  {v.status.value.upper():7} {v.code or '':22} {v.reason}")
+            for line in verdict_lines(verdicts, every_skip=args.verbose):
+                print(line)
         print(f"overall: {status.value.upper()} against {default.name}")
     bad = {Status.FAIL, Status.TIMEOUT, Status.ERROR} | ({Status.WARN} if args.strict else set())
     return 1 if any(v.status in bad for v in every) else 0
