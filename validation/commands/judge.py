@@ -119,8 +119,8 @@ def _values(skips: list[Verdict]) -> str:
 def verdict_lines(verdicts: list[Verdict], *, every_skip: bool = False) -> list[str]:
     """Every verdict that is not a PASS on its own line, except SKIPs, which are one line per reason
     (with the metric, how many subjects and the values they had) unless `every_skip`."""
-    listed = {Status.PASS, Status.SKIP} if not every_skip else {Status.PASS}
-    lines = [f"  {v.status.value.upper():7} {v.code or '':22} {v.reason}" for v in verdicts if v.status not in listed]
+    hidden = {Status.PASS} if every_skip else {Status.PASS, Status.SKIP}
+    lines = [f"  {v.status.value.upper():7} {v.code or '':22} {v.reason}" for v in verdicts if v.status not in hidden]
     if every_skip:
         return lines
     groups: dict[tuple[str, str], list[Verdict]] = {}
