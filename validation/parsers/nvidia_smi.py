@@ -352,17 +352,8 @@ def _parse_csv(body: list[tuple[int, str]], command_line: str | None) -> NvidiaS
         raise ParseError(TOOL, "CSV header does not match the --query-gpu list", line_no=body[0][0],
                          line=first, expected=f"{len(query.group(1).split(','))} columns")
     gpus: list[NvidiaGpu] = []
-    truncated = False
-    for n, line in rows:
-        if not line.strip():
-            continue
-        if line.strip() in _MARKERS:
-            truncated = True
-            continue
-        cells = [c.strip() for c in next(csv.reader([line], skipinitialspace=True))]
-        if len(cells) != len(columns):
-            raise ParseError(TOOL, f"CSV row has {len(cells)} values for {len(columns)} columns",
-                             line_no=n, line=line, expected=f"{len(columns)} comma-separated values")
+    data, truncated = _csv_data(rows, len(columns))
+    for _, _, cells in data:
         values: dict[str, object] = {"index": len(gpus), "fields": dict(zip(columns, cells, strict=True))}
         for column, cell in zip(columns, cells, strict=True):
             attr = _CSV_FIELDS.get(column)
@@ -384,6 +375,25 @@ def _parse_csv(body: list[tuple[int, str]], command_line: str | None) -> NvidiaS
                          expected="one row per GPU")
     return NvidiaSmiRecord(view="csv", command_line=command_line, driver_version=None, cuda_version=None,
                            attached_gpus=None, gpus=tuple(gpus), truncated=truncated)
+
+
+def _csv_data(rows: list[tuple[int, str]], width: int) -> tuple[list[tuple[int, str, list[str]]], bool]:
+    """The CSV rows as (line number, line, cells), blank lines left out, and whether an elision marker
+    cut the output; a row of another width than the header's is refused with its line."""
+    data = []
+    truncated = False
+    for n, line in rows:
+        if not line.strip():
+            continue
+        if line.strip() in _MARKERS:
+            truncated = True
+            continue
+        cells = [c.strip() for c in next(csv.reader([line], skipinitialspace=True))]
+        if len(cells) != width:
+            raise ParseError(TOOL, f"CSV row has {len(cells)} values for {width} columns",
+                             line_no=n, line=line, expected=f"{width} comma-separated values")
+        data.append((n, line, cells))
+    return data, truncated
 
 
 # --- --query-compute-apps CSV ----------------------------------------------------------------
@@ -411,17 +421,9 @@ def _parse_apps_csv(body: list[tuple[int, str]], command_line: str | None) -> Nv
         raise ParseError(TOOL, "compute-apps CSV without a pid column", line_no=body[0][0], line=first,
                          expected="--query-compute-apps=pid,...")
     processes: list[GpuProcess] = []
-    truncated = False
-    for n, line in rows:
-        if not line.strip() or line.strip().startswith("No running"):
-            continue
-        if line.strip() in _MARKERS:
-            truncated = True
-            continue
-        cells = [c.strip() for c in next(csv.reader([line], skipinitialspace=True))]
-        if len(cells) != len(columns):
-            raise ParseError(TOOL, f"CSV row has {len(cells)} values for {len(columns)} columns",
-                             line_no=n, line=line, expected=f"{len(columns)} comma-separated values")
+    data, truncated = _csv_data([(n, line) for n, line in rows if not line.strip().startswith("No running")],
+                                len(columns))
+    for n, line, cells in data:
         row = {_APP_FIELDS.get(c, c): v for c, v in zip(columns, cells, strict=True)}
         pid = _int(row["pid"])
         if pid is None:
