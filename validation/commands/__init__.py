@@ -46,7 +46,9 @@ def _read(module: str) -> Summary | None:
     if end is None:
         return None
     node = ast.parse("".join(lines[:end[0] - 1]) + lines[end[0] - 1][:end[1]], mode="eval").body
-    helps = [k.value for k in getattr(node, "keywords", []) if k.arg == "help"]
+    if not isinstance(node, ast.Call):
+        return None
+    helps = [k.value for k in node.keywords if k.arg == "help"]
     try:
         return Summary(ast.literal_eval(node.args[0]), ast.literal_eval(helps[0]), f"{__name__}.{module}")
     except (ValueError, IndexError, AttributeError):   # not plain strings: only importing can tell

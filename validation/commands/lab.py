@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from validation.lab import DEFAULT_HOSTS, DEFAULT_PORT_BASE, Lab, default_lab_name
 from validation.lab.image import Recipe
@@ -53,7 +54,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="inventory to write/remove (default inventories/lab/hosts.yml)")
 
 
-def _lab(args: argparse.Namespace, **extra: object) -> Lab:
+def _lab(args: argparse.Namespace, **extra: Any) -> Lab:
     return Lab(args.name, state_dir=args.state_dir, inventory_path=args.inventory, **extra)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from validation.records import to_jsonable
@@ -109,7 +110,7 @@ def _fmt(value: float | str | None) -> str:
     return text + "0" if text.endswith(".") else text
 
 
-def _table(rows: list[tuple[str, ...]]) -> str:
+def _table(rows: Sequence[tuple[str, ...]]) -> str:
     """Plain aligned columns; the last column is left unpadded so long sources wrap naturally."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = []

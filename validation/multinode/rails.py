@@ -113,7 +113,8 @@ def parse_ibv_devinfo(text: str) -> tuple[RdmaPort, ...]:
                                  expected="port:\\t<N>")
             current = {"device": device, "port": int(value), "fw": fw}
         elif current is not None and key == "state":
-            current["state"] = _NUMBER_IN_PARENS.match(value)["word"] if _NUMBER_IN_PARENS.match(value) else value
+            state = _NUMBER_IN_PARENS.match(value)
+            current["state"] = state["word"] if state else value
         elif current is not None and key == "link_layer":
             current["link_layer"] = value
         elif current is not None and key == "active_mtu":

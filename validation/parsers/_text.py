@@ -33,6 +33,11 @@ def numbered(text: str) -> Iterator[tuple[int, str]]:
         start = end
 
 
+def line_at(body: list[tuple[int, str]], i: int) -> tuple[int | None, str | None]:
+    """(line number, line) of body[i], or (None, None) past the end (for an error at end of input)."""
+    return body[i] if i < len(body) else (None, None)
+
+
 def command_and_body(tool: str, text: str, *, expected: str,
                      skip: Callable[[str], bool] | None = None) -> tuple[str | None, list[tuple[int, str]]]:
     """Split a saved output into its optional `$ command` first line and the numbered body lines

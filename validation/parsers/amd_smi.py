@@ -17,7 +17,7 @@ from typing import Any
 
 from validation.errors import ParseError
 from validation.parsers import _indent_tree
-from validation.parsers._text import command_and_body
+from validation.parsers._text import command_and_body, line_at
 from validation.records import GpuProcess
 
 TOOL = "amd-smi"
@@ -416,8 +416,8 @@ def _parse_tables(body: list[tuple[int, str]], command_line: str | None) -> AmdS
                              expected="a '<NAME> TABLE:' title")
         name = title.group(1)
         if name == "LINK METRIC":
-            i, links = _xgmi_table(body, i + 1)
-            xgmi.extend(links)
+            i, metric_rows = _xgmi_table(body, i + 1)
+            xgmi.extend(metric_rows)
             continue
         i, header, rows = _bdf_matrix(body, i + 1, name)
         tables[name] = (header, rows)
@@ -469,8 +469,8 @@ def _bdf_matrix(body: list[tuple[int, str]], i: int,
         rows[cells[0]] = cells[1:]
         i += 1
     if not rows:
-        n, line = body[i] if i < len(body) else (None, None)
-        raise ParseError(TOOL, f"{name} TABLE has no rows", line_no=n, line=line,
+        at, text = line_at(body, i)
+        raise ParseError(TOOL, f"{name} TABLE has no rows", line_no=at, line=text,
                          expected="rows starting with a BDF")
     return i, header, rows
 
@@ -543,8 +543,8 @@ def _xgmi_table(body: list[tuple[int, str]], i: int) -> tuple[int, list[XgmiLink
                 write_kb=values["Write"][j] if "Write" in values else None,
             ))
     if not links:
-        n, line = body[i] if i < len(body) else (None, None)
-        raise ParseError(TOOL, "LINK METRIC TABLE without GPU rows", line_no=n, line=line,
+        at, text = line_at(body, i)
+        raise ParseError(TOOL, "LINK METRIC TABLE without GPU rows", line_no=at, line=text,
                          expected="'GPU0   <bdf>  32 Gb/s  512 Gb/s  XGMI' and its Read/Write rows")
     return i, links
 
@@ -802,8 +802,8 @@ def _parse_json(body: list[tuple[int, str]], command_line: str | None) -> AmdSmi
     elif isinstance(doc, list):
         entries = doc
     else:
-        keys = sorted(doc) if isinstance(doc, dict) else type(doc).__name__
-        raise ParseError(TOOL, f"JSON top level is not a GPU list (keys: {keys})",
+        found = sorted(doc) if isinstance(doc, dict) else type(doc).__name__
+        raise ParseError(TOOL, f"JSON top level is not a GPU list (keys: {found})",
                          line_no=body[0][0], line=body[0][1],
                          expected="a list of {'gpu': N, ...} or {'gpu_data': [...]}",
                          hint="filtered output (e.g. jq '.[0].vram') loses the GPU identity; "

@@ -140,9 +140,8 @@ def parse(text: str) -> BabelStreamResult:
                                   seconds=number(TOOL, m["s"], line_no, raw, f"{m['phase']} seconds"),
                                   mb_s=number(TOOL, m["bw"], line_no, raw, "bandwidth") * _TO_MB[m["unit"]]))
         elif m := _HEADER.match(line):
-            table = (rank, m["unit"], [])
-            tables.append(table)
-            open_table[rank] = table
+            tables.append((rank, m["unit"], []))
+            open_table[rank] = tables[-1]
         elif (m := _ROW.match(line)) and m["fn"] in KERNELS:
             table = open_table.get(rank)
             if table is None:

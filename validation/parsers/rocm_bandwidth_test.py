@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from validation.errors import ParseError
 from validation.parsers._bench_text import COMMAND, integer, is_elision, number
@@ -105,11 +106,11 @@ def parse(text: str) -> BandwidthTestResult:
     command = version = None
     truncated = False
     devices: list[Device] = []
-    dev: dict[str, object] | None = None
+    dev: dict[str, Any] | None = None
     matrices: list[Matrix] = []
-    matrix: dict[str, object] | None = None
+    matrix: dict[str, Any] | None = None
     sweeps: list[PairSweep] = []
-    sweep: dict[str, object] | None = None
+    sweep: dict[str, Any] | None = None
 
     def close_device() -> None:
         nonlocal dev
@@ -204,7 +205,7 @@ def parse(text: str) -> BandwidthTestResult:
                                matrices=tuple(matrices), sweeps=tuple(sweeps), truncated=truncated)
 
 
-def _device(dev: dict[str, object]) -> Device:
+def _device(dev: dict[str, Any]) -> Device:
     kind = str(dev.get("Type", ""))
     if kind not in ("CPU", "GPU") or "Name" not in dev:
         raise ParseError(TOOL, f"device {dev['index']} lacks a CPU/GPU type or a name",
@@ -214,7 +215,7 @@ def _device(dev: dict[str, object]) -> Device:
                   allocatable_kb=tuple(dev["alloc"]))
 
 
-def _matrix_row(matrix: dict[str, object], m: re.Match[str], line_no: int, raw: str) -> None:
+def _matrix_row(matrix: dict[str, Any], m: re.Match[str], line_no: int, raw: str) -> None:
     indices = matrix["indices"]
     if indices is None:
         raise ParseError(TOOL, "matrix row before the 'D/D' header", line_no=line_no, line=raw,

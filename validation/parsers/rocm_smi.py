@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from validation.errors import ParseError
-from validation.parsers._text import command_and_body
+from validation.parsers._text import command_and_body, line_at
 from validation.records import GpuProcess
 
 TOOL = "rocm-smi"
@@ -158,7 +158,7 @@ class _Gpus:
 
 
 # One mapping for -a text and --json keys (lower-cased), old and new spellings.
-_FIELD_MAP: dict[str, tuple[str, Any]] = {
+_FIELD_MAP: dict[str, tuple[str, Any] | tuple[None, None]] = {
     "device id": ("device_id", _int_or_hex), "gpu id": ("device_id", _int_or_hex),
     "device rev": ("revision", _int_or_hex), "card series": ("name", _none_if_na),
     "card model": ("model_id", _int_or_hex), "card vendor": ("card_vendor", _none_if_na),
@@ -440,8 +440,8 @@ def _concise(body: list[tuple[int, str]], i: int, gpus: _Gpus) -> tuple[int, str
         last = index
         i += 1
     if last is None:
-        n, line = body[i] if i < len(body) else (None, None)
-        raise ParseError(TOOL, "concise table has no GPU rows", line_no=n, line=line,
+        at, text = line_at(body, i)
+        raise ParseError(TOOL, "concise table has no GPU rows", line_no=at, line=text,
                          expected="one row per GPU after the header")
     return i, layout
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from validation.errors import ParseError
 from validation.parsers._bench_text import COMMAND, is_elision, number
@@ -247,7 +248,7 @@ class _State:
         self.matrices: dict[str, _Matrix] = {}
         self.current: _Matrix | None = None
         self.tests: list[tuple[int, list[ExecutorResult], list[Transfer], list[AggregateResult]]] = []
-        self.summary: dict[str, object] | None = None
+        self.summary: dict[str, Any] | None = None
         self.figures: list[Figure] = []
 
 
@@ -447,18 +448,18 @@ def _summary_line(st: _State, line: str, line_no: int, raw: str) -> bool:
                                           actual_gb_s=number(TOOL, values[-1], line_no, raw, "Actual")))
     elif m := _RTOTAL.match(line):
         endpoints = summary["endpoints"]
-        values = [number(TOOL, v, line_no, raw, "RTotal") for v in m["values"].split()]
-        if len(values) < len(endpoints):
+        totals = [number(TOOL, v, line_no, raw, "RTotal") for v in m["values"].split()]
+        if len(totals) < len(endpoints):
             raise ParseError(TOOL, "RTotal row is shorter than the header", line_no=line_no, line=raw,
                              expected=f"at least {len(endpoints)} column totals")
-        summary["totals"] = [Figure(label=e, gb_s=v) for e, v in zip(endpoints, values, strict=False)]
-        summary["trailing"] = values[len(endpoints):]
+        summary["totals"] = [Figure(label=e, gb_s=v) for e, v in zip(endpoints, totals, strict=False)]
+        summary["trailing"] = totals[len(endpoints):]
     else:
         return False
     return True
 
 
-def _summary(summary: dict[str, object] | None) -> SummaryMatrix | None:
+def _summary(summary: dict[str, Any] | None) -> SummaryMatrix | None:
     if summary is None:
         return None
     if not summary["links"] and not summary["missing"]:
