@@ -6,6 +6,8 @@ import fnmatch
 from collections.abc import Iterable
 from typing import Any
 
+from validation import declared
+
 
 def os_id(host: Any) -> str:
     """'debian-13', 'ubuntu-22.04', 'rhel-9.4' from /etc/os-release (names as in rocm_compat.yml)."""
@@ -17,24 +19,13 @@ def os_id(host: Any) -> str:
 
 
 def wanted_packages(spec: dict) -> list[tuple[str, str]]:
-    """(name, version pattern) pairs exactly as roles/rocm normalises rocm_packages."""
-    default = f"{spec['rocm_version']}*"
-    out = []
-    for item in list(spec.get("rocm_packages", [])) + list(spec.get("rocm_extra_packages", [])):
-        if isinstance(item, dict):
-            out.append((item["name"], item.get("version", default)))
-        else:
-            out.append((str(item), default))
-    return out
+    """(name, version pattern) of rocm_packages and rocm_extra_packages, as roles/rocm pins them."""
+    items = [*(spec.get("rocm_packages") or []), *(spec.get("rocm_extra_packages") or [])]
+    return [(p["name"], p["version"]) for p in declared.rocm_packages(items, spec["rocm_version"])]
 
 
 def version_matches(version: str, pattern: str) -> bool:
     return fnmatch.fnmatch(version, pattern)
-
-
-def repo_dir(version: str) -> str:
-    parts = str(version).split(".")
-    return ".".join(parts[:2]) if len(parts) == 3 and parts[2] == "0" else str(version)
 
 
 # Read-only facts recorded once per node and run; each is a command that may fail (then null).

@@ -1,7 +1,7 @@
 """Host tuning is what the inventory declares: kernel command line, THP, sysctls, C-states (smoke).
 
 Every expected value comes from the node_tuning_* variables the role applies (the `spec`
-fixture), computed the way roles/node_tuning/tasks/set_vars.yml computes them.
+fixture), through the same functions the role plans with (validation/declared.py).
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from validation import cstates
+from validation import cstates, declared
 from validation.checks.tuning_codes import check, differences
 
 pytestmark = pytest.mark.smoke
 
 DROP_IN = "/etc/default/grub.d/90-rocm-fleet.cfg"
 DROP_IN_LINE = re.compile(r'^GRUB_CMDLINE_LINUX="\$GRUB_CMDLINE_LINUX ?(.*)"$', re.M)
-THP_DIR = "/sys/kernel/mm/transparent_hugepage"
+THP_DIR = declared.THP_DIR
 SYSCTL_FILE = "/etc/sysctl.d/90-rocm-fleet.conf"
 CPUIDLE_DIR = "/sys/devices/system/cpu/cpu0/cpuidle"
 UNIT = "rocm-fleet-cpuidle.service"
@@ -31,34 +31,7 @@ def _present(spec: dict) -> None:
 
 def cpu_vendor(host: Any) -> str:
     """'amd', 'intel' or 'other' from /proc/cpuinfo, as the role tells them apart."""
-    text = host.file("/proc/cpuinfo").content_string
-    if "AuthenticAMD" in text:
-        return "amd"
-    return "intel" if "GenuineIntel" in text else "other"
-
-
-def wanted_cmdline(spec: dict, vendor: str) -> list[str]:
-    params = []
-    if spec["node_tuning_pci_realloc"] != "keep":
-        params.append(f"pci=realloc={spec['node_tuning_pci_realloc']}")
-    if spec["node_tuning_iommu"] != "keep":
-        params.append(f"iommu={spec['node_tuning_iommu']}")
-    if spec["node_tuning_vendor_iommu"] == "auto" and vendor in ("amd", "intel"):
-        params.append(f"{vendor}_iommu=on")
-    if spec["node_tuning_modprobe_blacklist"]:
-        params.append("modprobe.blacklist=" + ",".join(spec["node_tuning_modprobe_blacklist"]))
-    if spec["node_tuning_cmdline_thp"] != "keep":
-        params.append(f"transparent_hugepage={spec['node_tuning_cmdline_thp']}")
-    return params
-
-
-def wanted_sysctls(spec: dict) -> dict[str, str]:
-    out = {}
-    if str(spec["node_tuning_numa_balancing"]) != "keep":
-        out["kernel.numa_balancing"] = str(spec["node_tuning_numa_balancing"])
-    for item in spec.get("node_tuning_sysctl_extra") or []:
-        out[item["name"]] = " ".join(str(item["value"]).split())
-    return out
+    return declared.cpu_vendor(host.file("/proc/cpuinfo").content_string)
 
 
 def configured_cmdline(host: Any) -> list[str] | None:
@@ -82,7 +55,7 @@ def _key(param: str) -> str:
 def test_kernel_cmdline_configuration_declares_the_parameters(host: Any, spec: dict) -> None:
     """The boot configuration puts the declared parameters on the kernel command line."""
     _present(spec)
-    wanted = wanted_cmdline(spec, cpu_vendor(host))
+    wanted = declared.tuning_cmdline(spec, cpu_vendor(host))
     configured = configured_cmdline(host)
     if not wanted:
         check(configured is None or not host.file(DROP_IN).exists, "RF-TUNING-CMDLINE",
@@ -98,7 +71,7 @@ def test_kernel_cmdline_configuration_declares_the_parameters(host: Any, spec: d
 def test_running_kernel_booted_with_the_parameters(host: Any, spec: dict) -> None:
     """The running kernel booted with the declared command line parameters."""
     _present(spec)
-    wanted = wanted_cmdline(spec, cpu_vendor(host))
+    wanted = declared.tuning_cmdline(spec, cpu_vendor(host))
     if not wanted:
         pytest.skip("spec puts no parameter on the kernel command line")
     booted = host.file("/proc/cmdline").content_string.split()
@@ -118,18 +91,18 @@ def test_running_kernel_booted_with_the_parameters(host: Any, spec: dict) -> Non
 def test_transparent_huge_pages_mode(host: Any, spec: dict, knob: str) -> None:
     """Transparent huge pages run in the declared mode."""
     _present(spec)
-    wanted = spec[f"node_tuning_thp_{knob}"]
-    if wanted == "keep":
+    wanted = declared.tuning_thp(spec).get(knob)
+    if wanted is None:
         pytest.skip(f"spec leaves THP {knob} as it is (node_tuning_thp_{knob}: keep)")
     text = host.file(f"{THP_DIR}/{knob}").content_string
-    found = text[text.find("[") + 1:text.find("]")] if "[" in text else text.strip()
+    found = declared.thp_mode(text) or text.strip()
     check(found == wanted, "RF-TUNING-THP", f"{THP_DIR}/{knob}: expected {wanted!r}, found {found!r}")
 
 
 def test_transparent_huge_pages_are_set_at_boot(host: Any, spec: dict) -> None:
     """Transparent huge pages are set to the declared mode at every boot."""
     _present(spec)
-    wanted = {k: spec[f"node_tuning_thp_{k}"] for k in ("enabled", "defrag") if spec[f"node_tuning_thp_{k}"] != "keep"}
+    wanted = declared.tuning_thp(spec)
     if not wanted:
         pytest.skip("spec leaves THP as it is")
     conf = host.file("/etc/tmpfiles.d/rocm-fleet-thp.conf")
@@ -146,10 +119,10 @@ def test_transparent_huge_pages_are_set_at_boot(host: Any, spec: dict) -> None:
 def test_numa_balancing(host: Any, spec: dict) -> None:
     """Automatic NUMA balancing (kernel.numa_balancing) has the declared value."""
     _present(spec)
-    wanted = str(spec["node_tuning_numa_balancing"])
-    if wanted == "keep":
+    wanted = declared.tuning_sysctls(spec).get("kernel.numa_balancing")
+    if wanted is None:
         pytest.skip("spec leaves kernel.numa_balancing as it is (node_tuning_numa_balancing: keep)")
-    numa = host.file("/proc/sys/kernel/numa_balancing")
+    numa = host.file(declared.sysctl_path("kernel.numa_balancing"))
     check(numa.exists, "RF-TUNING-SYSCTL", f"kernel.numa_balancing: expected {wanted!r}, found no such sysctl")
     found = numa.content_string.strip()
     check(found == wanted, "RF-TUNING-SYSCTL", f"kernel.numa_balancing: expected {wanted!r}, found {found!r}")
@@ -158,12 +131,12 @@ def test_numa_balancing(host: Any, spec: dict) -> None:
 def test_extra_sysctls(host: Any, spec: dict) -> None:
     """The declared extra sysctls have their values now."""
     _present(spec)
-    wanted = {k: v for k, v in wanted_sysctls(spec).items() if k != "kernel.numa_balancing"}
+    wanted = {k: v for k, v in declared.tuning_sysctls(spec).items() if k != "kernel.numa_balancing"}
     if not wanted:
         pytest.skip("spec declares no node_tuning_sysctl_extra")
     found = {}
     for name in wanted:
-        proc = host.file("/proc/sys/" + name.replace(".", "/"))
+        proc = host.file(declared.sysctl_path(name))
         if proc.exists:
             found[name] = " ".join(proc.content_string.split())
     drift = differences(wanted, found)
@@ -173,7 +146,7 @@ def test_extra_sysctls(host: Any, spec: dict) -> None:
 def test_sysctls_are_set_at_boot(host: Any, spec: dict) -> None:
     """The declared sysctls are set at every boot."""
     _present(spec)
-    wanted = wanted_sysctls(spec)
+    wanted = declared.tuning_sysctls(spec)
     if not wanted:
         pytest.skip("spec declares no sysctl")
     conf = host.file(SYSCTL_FILE)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from validation import compat
+from validation import compat, declared
 from validation.checks import facts
 from validation.checks.outcome import expect
 from validation.errors import CompatibilityError
@@ -70,7 +70,7 @@ def test_repository_sources_point_at_the_declared_release(host: Any, spec: dict)
         expect(not sources.exists, "RF-CONFIG-REPO", "rocm-fleet.sources exists although the spec uses distro packages")
         return
     base = spec["rocm_repo_mirror_url"] if source == "mirror" else spec.get("rocm_repo_amd_url", "https://repo.radeon.com")
-    expected = f"URIs: {base}/rocm/apt/{facts.repo_dir(spec['rocm_version'])}"
+    expected = f"URIs: {base}/rocm/apt/{declared.repo_dir(spec['rocm_version'])}"
     expect(sources.exists, "RF-CONFIG-REPO", "/etc/apt/sources.list.d/rocm-fleet.sources is missing")
     expect(expected in sources.content_string.splitlines(), "RF-CONFIG-REPO",
            f"sources do not contain {expected!r}")

@@ -1,7 +1,8 @@
 """Filters for roles/rocm_repo: compatibility check, key fingerprints, repository paths.
 
-The logic lives in the validation package (validation/compat.py, validation/openpgp.py) so the
-roles and the validation suite share one implementation; this file only adapts it to Jinja.
+The logic lives in the validation package (validation/compat.py, validation/openpgp.py,
+validation/declared.py) so the roles and the validation suite share one implementation; this file
+only adapts it to Jinja.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ import sys
 from pathlib import Path
 
 try:
-    from validation import compat, openpgp
+    from validation import compat, declared, openpgp
 except ImportError:  # running from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from validation import compat, openpgp
+    from validation import compat, declared, openpgp
 
 
 def compat_problems(combo: dict, extra_rows: list | None = None) -> list[str]:
@@ -47,17 +48,11 @@ def normalize_fingerprints(values: list[str]) -> list[str]:
     return [openpgp.normalize(v) for v in values]
 
 
-def repo_dir(version: str) -> str:
-    """AMD publishes x.y.0 under x.y: '7.0.0' -> '7.0', '6.2.4' -> '6.2.4'."""
-    parts = str(version).split(".")
-    return ".".join(parts[:2]) if len(parts) == 3 and parts[2] == "0" else str(version)
-
-
 class FilterModule:
     def filters(self) -> dict:
         return {
             "rocm_fleet_compat_problems": compat_problems,
             "rocm_fleet_trusted_key": trusted_key,
             "rocm_fleet_normalize_fingerprints": normalize_fingerprints,
-            "rocm_fleet_repo_dir": repo_dir,
+            "rocm_fleet_repo_dir": declared.repo_dir,
         }
