@@ -49,22 +49,16 @@ def render(root: Path = ROOT) -> str:
 
 
 def render_codes() -> str:
-    """docs/codes.md: every stable failure code with its remediation hint, from the code tables."""
-    from validation.checks.outcome import CHECK_CODES
-    from validation.checks.tuning_codes import TUNING_CODES
-    from validation.judge import CODES
+    """docs/codes.md: every stable failure code with its remediation hint, from validation/codes.py."""
+    from validation.codes import CODES
 
     out = ["# Failure codes", "",
-           "Generated from the code tables by `python -m validation.docgen codes`; a unit test fails when",
-           "this file and the tables disagree. Every FAIL, WARN, TIMEOUT or ERROR in a results document,",
-           "report or JUnit file carries one of these codes and its hint.", ""]
-    for title, table in (("Measurements and devices (`validation/judge.py`)", CODES),
-                         ("Configuration and software checks (`validation/checks/outcome.py`)", CHECK_CODES),
-                         ("Host tuning (`validation/checks/tuning_codes.py`)", TUNING_CODES)):
-        out += [f"## {title}", "", "| code | what to do |", "|---|---|"]
-        out += [f"| `{code}` | {_cell(hint)} |" for code, hint in sorted(table.items())]
-        out.append("")
-    return "\n".join(out)
+           "Generated from `validation/codes.py` by `python -m validation.docgen codes`; a unit test fails when",
+           "this file and the table disagree. Every FAIL, WARN, TIMEOUT or ERROR in a results document,",
+           "report or JUnit file carries one of these codes and its hint.", "",
+           "| code | what to do |", "|---|---|"]
+    out += [f"| `{code}` | {_cell(hint)} |" for code, hint in sorted(CODES.items())]
+    return "\n".join(out) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

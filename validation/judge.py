@@ -16,143 +16,9 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from validation.codes import CODES
 from validation.records import LinkBandwidth, Status, worst
 from validation.targets.model import EQUAL, HIGHER_IS_BETTER, Target, TargetProfile
-
-# Stable failure codes -> remediation hint ("Action:" style of the AMD acceptance docs).
-CODES: dict[str, str] = {
-    "RF-GPU-MISSING": "Check `lspci -d 1002:<id>` / `amd-smi list` and `dmesg | grep amdgpu` for init "
-                      "errors; power-cycle the node, reseat the OAM/UBB; RMA the GPU if it stays missing.",
-    "RF-GPU-COUNT": "More GPUs than declared: fix the inventory (gpu count, partition mode) or the partition "
-                    "setting (`amd-smi partition`).",
-    "RF-SKU-MISMATCH": "The GPU (device id, market name, gfx target or SR-IOV VF) differs from the declared SKU: "
-                       "judge with the profile the verdict names, or set validation_target_sku for the host or "
-                       "group to the SKU actually installed.",
-    "RF-PARTITION-MISMATCH": "The GPUs run in another partition mode than the targets were chosen for: judge with "
-                             "--partition <mode> (inventory validation_partition), or set the mode the node should "
-                             "have (`amd-smi set --memory-partition/--compute-partition`, then reload amdgpu).",
-    "RF-INCOMPLETE-OUTPUT": "The tool output is cut short (truncated, no closing line, fewer rows than its own header "
-                            "declares): nothing in it can pass. Re-run the tool and save its whole output (no head/"
-                            "grep, enough disk, no timeout), then judge again.",
-    "RF-VRAM-LOW": "Less memory than the SKU has: check the memory partition mode and amdgpu errors in "
-                   "dmesg; RMA if retired pages / bad HBM are reported.",
-    "RF-PCIE-DOWNGRADED": "Link trained below Gen5 x16: check BIOS PCIe settings and firmware, reseat the "
-                          "GPU/retimer cables; RMA if it persists after a cold boot.",
-    "RF-PCIE-FATAL": "`FatalErr+` in lspci: collect `lspci -vvv` and dmesg, update BIOS/IFWI, reseat; RMA if "
-                     "it recurs.",
-    "RF-GEMM-LOW": "GEMM below target: check clocks, power cap and temperature (`amd-smi metric`), that no "
-                   "other process uses the GPU, and the ROCm/hipBLASLt version; re-run once idle; RMA if one "
-                   "GPU stays low.",
-    "RF-HBM-LOW": "HBM bandwidth below target: check the memory partition (NPS1), ECC/retired pages and "
-                  "clocks; re-run; RMA if one GPU stays low.",
-    "RF-BW-HOST-LOW": "Host<->GPU bandwidth low: check the PCIe link (speed/width), NUMA pinning "
-                      "(`numactl`), IOMMU passthrough (`iommu=pt`) and BIOS settings; re-run TransferBench.",
-    "RF-BW-XGMI-LOW": "GPU<->GPU (xGMI) bandwidth low on the named pair: check xGMI error counters and "
-                      "firmware versions, reseat the UBB; RMA if the same link stays low.",
-    "RF-BW-NVLINK-LOW": "GPU<->GPU (NVLink) bandwidth low on the named pair: check `nvidia-smi nvlink -s` "
-                        "and fabric manager; RMA if the same link stays low.",
-    "RF-RCCL-BUSBW-LOW": "Collective bus bandwidth low: check every xGMI link first (TransferBench p2p), the "
-                         "RCCL version and env (NCCL_*/RCCL_*), and that all GPUs took part; re-run at the "
-                         "target size.",
-    "RF-RCCL-WRONG": "rccl-tests reported #wrong > 0 (data corruption): drain the node, run RVS/AGFHC to "
-                     "isolate the GPU, RMA.",
-    "RF-RCCL-DIP": "Bus bandwidth drops as messages grow: look for a weak link or throttling at that size; "
-                   "re-run with the same sizes to rule out noise.",
-    "RF-MIOPEN-VERIFY": "MIOpenDriver's result for the named layer and phase differs from its reference beyond "
-                        "tolerance: re-run that command (it is in the results) on this GPU and on a healthy one; "
-                        "if only this GPU fails, drain it and run RVS GST/MEM on it; RMA if it repeats.",
-    "RF-MIOPEN-LOW": "MIOpen conv slower than the target: check clocks and power (`amd-smi metric`), the MIOpen "
-                     "find-db / kernel cache and the ROCm version; re-run once idle.",
-    "RF-ECC": "ECC errors reported: record `amd-smi metric --ecc`, drain the node; uncorrectable errors mean "
-              "RMA.",
-    "RF-XGMI-ERRORS": "xGMI error counters are non-zero: record `rocm-smi --showxgmierr`, reset counters and "
-                      "re-test; reseat the UBB / RMA if they grow.",
-    "RF-POWER-LOW": "Could not reach the power target: check the power cap, PSU redundancy and BMC power "
-                    "limits; re-run IET.",
-    "RF-TEMP-HIGH": "GPU too hot: check fans, airflow and inlet temperature (BMC); re-check when idle.",
-    "RF-NET-LOW": "Network bandwidth low: check the NIC link, firmware, cabling and the GPU-NIC affinity.",
-    "RF-NET-RAIL-DOWN": "A declared RDMA rail is missing or not PORT_ACTIVE: check `rdma link`, `ibv_devinfo -d "
-                        "<dev>`, the NIC driver and firmware (dmesg), the cable and the switch port; if the rail "
-                        "list changed on purpose, update --rails / NCCL_IB_HCA in the inventory.",
-    "RF-NET-GID": "The declared RoCE GID index is empty, not RoCE v2, or differs between nodes: check that the "
-                  "rail's netdev has its IP address (`ip addr`, GIDs follow addresses), the RoCE mode "
-                  "(`cat /sys/class/infiniband/<dev>/ports/<port>/gid_attrs/types/<index>`) and that "
-                  "NCCL_IB_GID_INDEX in the inventory matches what the NICs populate.",
-    "RF-NET-RAIL-RUN": "ib_write_bw did not complete between the named nodes on the named rail: read the run's "
-                       ".log (device not found, connection refused, GID/address errors), check the rail on both "
-                       "nodes with `ibv_devinfo`, and that the perftest TCP port is open between them.",
-    "RF-TOPO-LINK-TYPE": "A GPU pair is linked over the wrong fabric (PCIE instead of XGMI, fewer NVLinks): check "
-                         "`amd-smi xgmi` / `rocm-smi --showxgmierr` (NVIDIA: `nvidia-smi nvlink -s`, fabric "
-                         "manager), dmesg for xGMI/NVLink training errors and the BIOS xGMI settings (width x16, "
-                         "speed); cold-boot, reseat the UBB/baseboard, RMA if the same pair stays down.",
-    "RF-TOPO-HOPS": "A GPU pair is more hops apart than the SKU's topology: the direct link between them is down "
-                    "and traffic is routed through a third device; treat it like a wrong link type (check xGMI/"
-                    "NVLink status and errors, cold-boot, reseat, RMA).",
-    "RF-TOPO-WEIGHT": "The link weight differs from the sourced value: compare `rocm-smi --showtopo` with a healthy "
-                      "node of the same SKU and ROCm version; a changed weight usually means a changed link type.",
-    "RF-TOPO-MISSING": "A declared GPU is absent from the topology: see RF-GPU-MISSING (lspci, dmesg, power-cycle, "
-                       "reseat, RMA).",
-    "RF-NUMA-GPU": "A GPU sits on an unexpected NUMA node: check the BIOS NUMA-per-socket (NPS) setting and ACPI "
-                   "SRAT after a BIOS update, and which slot/riser the GPU is in (`cat /sys/bus/pci/devices/<bdf>/"
-                   "numa_node`, `lscpu`); if the new layout is intended, declare validation_gpu_numa_nodes.",
-    "RF-NUMA-NIC": "A NIC sits on an unexpected NUMA node (GPUDirect RDMA then crosses sockets): check the slot/"
-                   "riser and BIOS NPS setting (`cat /sys/class/net/<if>/device/numa_node`); if intended, update "
-                   "validation_nic_numa_nodes.",
-    "RF-BURNIN-WRONG-RESULT": "The burn-in matmul on the named GPU returned a result that differs from its own "
-                              "reference (silent data corruption): drain the node, re-run the burn-in and the "
-                              "vendor diagnostics (RVS GST/MEM, AGFHC or dcgmi diag) on that GPU; RMA if it repeats.",
-    "RF-BURNIN-GPU-ERROR": "The burn-in worker on the named GPU raised a device error (HIP/CUDA error, out of memory) "
-                           "or hung: check dmesg (amdgpu / NVRM Xid lines), kill stray GPU processes, re-run; RMA "
-                           "if the GPU keeps failing.",
-    "RF-BURNIN-TEMP-HIGH": "Too hot under sustained load: check fans, airflow, inlet temperature and the heatsink/"
-                           "cold plate (BMC sensors), compare with the node's other GPUs; re-run after fixing "
-                           "cooling.",
-    "RF-BURNIN-POWER-HIGH": "Power above the board limit under load: check the power cap (`amd-smi static --limit`"
-                            " / `nvidia-smi -q -d POWER`), BMC power limits and firmware; re-run.",
-    "RF-BURNIN-ECC-UNCORRECTABLE": "Uncorrectable ECC errors appeared during the burn-in: record `amd-smi metric "
-                                   "--ecc` / `nvidia-smi -q -d ECC`, drain the node, RMA the GPU.",
-    "RF-BURNIN-ECC-CORRECTABLE": "Correctable ECC errors grew during the burn-in beyond the allowed count: record "
-                                 "the counters and bad pages (`amd-smi bad-pages`, `nvidia-smi -q -d "
-                                 "ROW_REMAPPER`), re-run; RMA if they keep growing.",
-    "RF-BURNIN-THROTTLED": "Clocks were held down by heat or hardware slowdown for too much of the burn-in: check "
-                           "cooling and power delivery, and the throttle reasons (`amd-smi metric`, `nvidia-smi -q "
-                           "-d PERFORMANCE`).",
-    "RF-BURNIN-SUSTAINED-DROP": "Throughput at the end of the burn-in fell too far below its start (thermal "
-                                "throttling): check temperatures and clocks in the telemetry, cooling and power "
-                                "caps; re-run.",
-    "RF-BURNIN-NO-TELEMETRY": "No telemetry during the burn-in, so its gates could not be judged: install amd-smi "
-                              "(amd-smi-lib) or rocm-smi (NVIDIA: nvidia-smi) on the node and check that it runs "
-                              "as the validating user.",
-    "RF-GPU-BUSY": "Someone else's work was on the GPU (the named processes, utilization or memory in use), so "
-                   "its numbers would not be the hardware's: wait for the job to end or drain the node "
-                   "(Slurm/Kubernetes), stop stray processes (`amd-smi process`, `rocm-smi --showpids`, "
-                   "`nvidia-smi`), then re-run; `--allow-busy` measures anyway and says so in the results.",
-    "RF-GPU-ACTIVITY-UNKNOWN": "Nothing on the node could say whether its GPUs are idle, so no number from it can be "
-                               "trusted as the hardware's: install amd-smi (amd-smi-lib) or rocm-smi (NVIDIA: the "
-                               "driver's nvidia-smi), check that it runs as the validating user, then re-run.",
-    "RF-GPU-THROTTLED": "Clocks were held down by a thermal or hardware reason while the GPU was idle: check "
-                        "cooling, inlet temperature and power delivery (BMC), `amd-smi metric` / `nvidia-smi -q "
-                        "-d PERFORMANCE`; re-run once it clears; RMA if it persists on an idle, cool GPU.",
-    "RF-MODEL-LOW": "Model throughput below target: check clocks, power cap and temperature, that no other "
-                    "process uses the GPU, and the PyTorch/ROCm versions; compare with the node's other GPUs.",
-    "RF-SIBLING-GAP": "This GPU or link is slower than the node's other GPUs or links by more than the allowed "
-                      "gap: re-run the named probe on it; if it stays behind, check its clocks, power cap, "
-                      "temperature and error counters (and for a link, both ends), reseat, RMA if it persists.",
-    "RF-BATCH-GAP": "This node's GPU or link is slower than the same SKU across the batch by more than the "
-                    "allowed gap: compare its BIOS, firmware, ROCm/driver versions and tuning with a node at "
-                    "the batch median, check cooling and power limits, re-run; RMA if it stays behind.",
-    "RF-BELOW-TARGET": "Below target: compare with the same metric on a healthy node and re-run.",
-    "RF-ABOVE-TARGET": "Above the allowed maximum: compare with a healthy node and re-run.",
-    "RF-MISMATCH": "Value differs from the expected one: check the node against its declared spec.",
-    "RF-NOT-REPORTED": "The tool did not report this value: check its log for errors or truncation, then "
-                       "re-run it.",
-    "RF-BAD-MEASUREMENT": "The measurement is not a finite number: check the parser input and re-run the "
-                          "tool.",
-    "RF-NO-TARGET": "No target for this metric in the SKU profile: add it (with a source) to "
-                    "validation/targets/data/<sku>.yaml, or as an inventory override.",
-    "RF-TIMEOUT": "The tool ran past its time limit: check for a hung GPU (`dmesg`, `amd-smi`), kill stray "
-                  "processes, re-run with a longer timeout only if the GPU is healthy.",
-}
 
 # metric-name prefix -> code for a measurement on the failing side of its threshold (first match wins)
 _CODE_BY_PREFIX: tuple[tuple[str, str], ...] = (
@@ -323,13 +189,6 @@ def judge_target(target: Target, subject: str, measured: float | str | None) -> 
 def judge_count(metric: str, subject: str, count: int | None, profile: TargetProfile) -> Verdict:
     """Error counters and other equality metrics (ECC, xGMI errors, #wrong, GPU count)."""
     return judge_value(metric, subject, count, profile)
-
-
-def judge_missing(metric: str, subject: str, profile: TargetProfile | None = None) -> Verdict:
-    """A measurement the tool should have produced but did not."""
-    target = profile.get(metric) if profile is not None else None
-    return _verdict(Status.ERROR, subject, metric, None, target, "RF-NOT-REPORTED",
-                    f"{subject} {metric}: not reported")
 
 
 def judge_incomplete(subject: str, missing: str) -> Verdict:

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from validation.judge import CODES
+from validation.codes import CODES
 from validation.records import Status
 
 MIN_PEERS = 4

@@ -25,7 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from validation.judge import CODES, Verdict, judge_target
+from validation.codes import CODES
+from validation.judge import Verdict, judge_target
 from validation.records import Status
 from validation.targets.model import TargetProfile
 
@@ -166,9 +167,12 @@ def sysfs_numa_node(text: str | None) -> int | None:
 # ---------------------------------------------------------------------------------------------
 
 
+_NUMA_CODES = {"gpu": "RF-NUMA-GPU", "nic": "RF-NUMA-NIC"}
+
+
 def _judge_numa(measured: Mapping[str, int | None], declared: Mapping[str, int], cpu_nodes: Sequence[int] | None,
                 *, kind: str, origin: str) -> list[Verdict]:
-    metric, code = f"{kind}_numa_node", f"RF-NUMA-{kind.upper()}"
+    metric, code = f"{kind}_numa_node", _NUMA_CODES[kind]
     nodes = sorted(set(cpu_nodes or ()))
     where = f" ({origin})" if origin else ""
     verdicts: dict[str, Verdict] = {}

@@ -51,19 +51,24 @@ def test_variables_reference_is_generated_from_the_specs() -> None:
         "docs/variables.md is stale; run: python -m validation.docgen > docs/variables.md")
 
 
-def test_every_failure_code_has_one_hint_in_one_table() -> None:
-    from validation.checks.outcome import CHECK_CODES
-    from validation.checks.tuning_codes import TUNING_CODES
-    from validation.judge import CODES
+def test_every_failure_code_is_in_the_one_table_once_and_every_entry_is_used() -> None:
+    import ast
+    import re
 
-    tables = {"validation/judge.py": CODES, "validation/checks/outcome.py": CHECK_CODES,
-              "validation/checks/tuning_codes.py": TUNING_CODES}
-    seen: dict[str, list[str]] = {}
-    for where, table in tables.items():
-        for code in table:
-            seen.setdefault(code, []).append(where)
-    twice = {code: where for code, where in seen.items() if len(where) > 1}
-    assert not twice, f"codes with a hint in more than one table (docs/codes.md lists them twice): {twice}"
+    from validation.codes import CODES
+
+    literal = next(n.value for n in ast.parse((ROOT / "validation" / "codes.py").read_text()).body
+                   if isinstance(n, ast.AnnAssign) and isinstance(n.value, ast.Dict))
+    keys = [k.value for k in literal.keys if isinstance(k, ast.Constant)]
+    assert len(keys) == len(set(keys)) == len(CODES), "a code is written twice in validation/codes.py"
+    used: dict[str, str] = {}
+    for path in [*ROOT.glob("validation/**/*.py"), *ROOT.glob("roles/**/*.yml"), *ROOT.glob("playbooks/**/*.yml")]:
+        if path.name != "codes.py":
+            for code in re.findall(r"\bRF-[A-Z0-9]+(?:-[A-Z0-9]+)*\b(?!-\{)", path.read_text()):
+                used.setdefault(code, str(path.relative_to(ROOT)))
+    unknown = {code: where for code, where in used.items() if code not in CODES}
+    assert not unknown, f"codes used without a hint in validation/codes.py: {unknown}"
+    assert not set(CODES) - set(used), f"codes nothing raises: {sorted(set(CODES) - set(used))}"
 
 
 def test_failure_code_reference_is_generated_from_the_code_tables() -> None:

@@ -20,7 +20,7 @@ from recorded_host import RecordedHost
 from validation import extract, topology
 from validation.checks import test_topology as check
 from validation.checks.outcome import CheckFailure
-from validation.judge import CODES
+from validation.codes import CODES
 from validation.parsers import amd_smi, lscpu, nvidia_smi_topo, rocm_smi
 from validation.records import Status
 from validation.targets import load_targets

@@ -48,10 +48,6 @@ class NodeResults:
         self.doc["measurements"].append(entry)
         self.write()
 
-    def set_provenance(self, key: str, value: Any) -> None:
-        self.doc["provenance"][key] = value
-        self.write()
-
     def finish(self) -> None:
         self.doc["finished_at"] = now()
         self.doc["complete"] = True

@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from validation.judge import CODES, Verdict, judge_target
+from validation.codes import CODES
+from validation.judge import Verdict, judge_target
 from validation.multinode.model import ClusterSpec
 from validation.multinode.rails import split_rail
 from validation.multinode.remote import ssh_argv

@@ -37,7 +37,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 
-from validation.judge import CODES, Verdict
+from validation.codes import CODES
+from validation.judge import Verdict
 from validation.multinode import remote
 from validation.multinode.launch import MARKER_VAR
 from validation.multinode.model import ClusterError, ClusterSpec

@@ -29,8 +29,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from validation.codes import CODES
 from validation.errors import ParseError
-from validation.judge import CODES, Verdict, judge_target
+from validation.judge import Verdict, judge_target
 from validation.multinode.model import HOST_RE, ClusterSpec
 from validation.multinode.remote import ssh_argv
 from validation.parsers import ib_write_bw

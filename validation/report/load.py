@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from validation import inputs
-from validation.checks.outcome import CHECK_CODES
+from validation.codes import CODES
 from validation.errors import RocmFleetError
 
 SCHEMA_VERSIONS = (1,)
@@ -118,7 +118,7 @@ def with_missing(nodes: list[dict[str, Any]], expected: list[str], unreachable: 
                           "complete": False, "missing": True, "provenance": {}, "measurements": [],
                           "checks": [{"id": "results_delivered", "name": "results_delivered", "tier": None,
                                       "needs_gpu": False, "status": "error", "code": code, "message": message,
-                                      "hint": CHECK_CODES[code], "duration_s": 0.0}]})
+                                      "hint": CODES[code], "duration_s": 0.0}]})
     return sorted([*nodes, *stand_ins], key=lambda n: n["host"])
 
 
