@@ -1,4 +1,4 @@
-"""The repository is clean under ruff, yamllint and ansible-lint --profile production."""
+"""The repository is clean under ruff, yamllint, ansible-lint --profile production and its import contract."""
 
 from __future__ import annotations
 
@@ -21,6 +21,13 @@ def run(argv: list[str], timeout: int = 600) -> subprocess.CompletedProcess[str]
 def test_ruff_is_clean() -> None:
     result = run([str(BIN / "ruff"), "check", "validation", "tests", "bench", "roles"])
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_imports_keep_the_layering_and_have_no_cycles() -> None:
+    """pyproject.toml [tool.importlinter]: each layer imports only those below it, no package has a cycle."""
+    result = run([str(BIN / "lint-imports"), "--no-cache"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 kept, 0 broken" in result.stdout
 
 
 # The repository's own inventories; a user's copy (README: `cp -r inventories/example inventories/prod`)
