@@ -7,9 +7,11 @@ raised CheckFailure into the node's results, the JUnit XML and the HTML report.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from validation.codes import CODES
+
+T = TypeVar("T")
 
 
 class CheckFailure(AssertionError):
@@ -27,6 +29,14 @@ def expect(condition: object, code: str, message: str, hint: str | None = None) 
     __tracebackhide__ = True
     if not condition:
         raise CheckFailure(code, message, hint)
+
+
+def require(value: T | None, code: str, message: str, hint: str | None = None) -> T:
+    """`value`, or fail the current check with `code` when it is None."""
+    __tracebackhide__ = True
+    if value is None:
+        raise CheckFailure(code, message, hint)
+    return value
 
 
 def fail_on_verdicts(verdicts: Iterable[Any], *, shown: int = 8) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from validation import identity
-from validation.checks.outcome import CheckFailure, expect, fail_on_verdicts
+from validation.checks.outcome import CheckFailure, expect, fail_on_verdicts, require
 from validation.checks.tools import run_tool
 from validation.errors import ParseError, UnknownSkuError
 from validation.parsers import nvidia_smi, rocminfo
@@ -89,10 +89,9 @@ def test_gpus_on_the_pci_bus_are_the_declared_sku(host: Any, spec: dict) -> None
     declared = spec.get("validation_target_sku")
     if not declared:
         pytest.skip("spec declares no validation_target_sku; the targets fixture selects it from the bus")
-    device = discovery.main_device(discovery.pci_gpus(host))
-    expect(device is not None, "RF-NO-AMD-GPU" if spec.get("validation_gpu_vendor", "amd") == "amd"
-           else "RF-NO-NVIDIA-GPU", f"no GPU on the PCI bus; spec declares {declared}")
-    vendor, device_id = device
+    vendor, device_id = require(discovery.main_device(discovery.pci_gpus(host)),
+                                "RF-NO-AMD-GPU" if spec.get("validation_gpu_vendor", "amd") == "amd"
+                                else "RF-NO-NVIDIA-GPU", f"no GPU on the PCI bus; spec declares {declared}")
     try:
         found = select_sku(device_id, int(spec.get("validation_gpu_count") or 0), spec.get("validation_partition"),
                            vendor=vendor)

@@ -24,7 +24,7 @@ import pytest
 
 from validation import idle, parsers
 from validation.checks.health import HealthState, now
-from validation.checks.outcome import expect, fail_on_verdicts
+from validation.checks.outcome import expect, fail_on_verdicts, require
 from validation.errors import ParseError
 from validation.judge import judge_value
 from validation.parsers import dmesg
@@ -43,9 +43,9 @@ def _declares_gpus(spec: dict) -> bool:
 def _telemetry(host: Any, spec: dict) -> tuple[telemetry.GpuSample, ...]:
     if not _declares_gpus(spec):
         pytest.skip("the spec declares no GPUs")
-    source = telemetry.detect_source(which=gpu_activity.host_which(host), run=gpu_activity.host_run(host))
-    expect(source is not None, "RF-GPU-ACTIVITY-UNKNOWN", "none of amd-smi, rocm-smi or nvidia-smi is on the node: "
-           "the GPUs' counters, temperatures and throttle state cannot be read")
+    source = require(telemetry.detect_source(which=gpu_activity.host_which(host), run=gpu_activity.host_run(host)),
+                     "RF-GPU-ACTIVITY-UNKNOWN", "none of amd-smi, rocm-smi or nvidia-smi is on the node: "
+                     "the GPUs' counters, temperatures and throttle state cannot be read")
     snap = telemetry.read_once(source, 0.0, 30.0)
     expect(not snap.error, "RF-TOOL-FAILED", f"reading the GPUs failed: {snap.error}")
     return snap.samples

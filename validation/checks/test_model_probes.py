@@ -66,7 +66,7 @@ def _sweep_and_record(devices: tuple, targets: Any, record: Any, plan: Any) -> N
                 record(metric, subject, None, "images/s", status="skip", reason=r.reason)
                 continue
             stem = model_bench.metric_stem(r.dtype, r.mode, r.batch)
-            extra = {"dtype": r.dtype, "mode": r.mode, "batch": r.batch, "image_size": r.image_size}
+            extra: dict[str, Any] = {"dtype": r.dtype, "mode": r.mode, "batch": r.batch, "image_size": r.image_size}
             problems.append(record_figure(record, targets, f"{stem}_images_s", subject, r.images_s.median,
                                           "images/s", samples=list(r.images_s.values),
                                           spread_pct=r.images_s.spread_pct, **extra))

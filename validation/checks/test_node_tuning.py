@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from validation import cstates, declared
+from validation.checks.outcome import require
 from validation.checks.tuning_codes import check, differences
 
 pytestmark = pytest.mark.smoke
@@ -61,8 +62,8 @@ def test_kernel_cmdline_configuration_declares_the_parameters(host: Any, spec: d
         check(configured is None or not host.file(DROP_IN).exists, "RF-TUNING-CMDLINE",
               f"spec puts no parameter on the kernel command line, found {DROP_IN} with {configured}")
         return
-    check(configured is not None, "RF-TUNING-CMDLINE",
-          f"expected {' '.join(wanted)} in {DROP_IN} (or grubby's default entry), found no configuration")
+    configured = require(configured, "RF-TUNING-CMDLINE", f"expected {' '.join(wanted)} in {DROP_IN} "
+                         "(or grubby's default entry), found no configuration")
     missing = [p for p in wanted if p not in configured]
     check(not missing, "RF-TUNING-CMDLINE",
           f"expected {' '.join(wanted)}, found {' '.join(configured) or 'nothing'} (missing {' '.join(missing)})")

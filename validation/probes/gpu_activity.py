@@ -231,8 +231,9 @@ def host_run(host: Any) -> Run:
     return run
 
 
-def host_which(host: Any) -> Callable[[str], bool]:
-    return lambda tool: bool(host.exists(tool))
+def host_which(host: Any) -> Callable[[str], str | None]:
+    """`which` on a testinfra host: the tool's name when it is on the host's PATH, else None."""
+    return lambda tool: tool if host.exists(tool) else None
 
 
 def local_run() -> Run:

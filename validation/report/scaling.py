@@ -45,7 +45,8 @@ def scaling_tables(node: dict[str, Any]) -> list[dict[str, Any]]:
                 row["cells"][str(m["subject"])] = m
                 gpus.add(str(m["subject"]))
                 unit = unit or str(m.get("unit", ""))
-        tables.append({"workload": workload, "unit": unit, "gpus": sorted(gpus, key=_gpu_order),
+        columns: list[str] = sorted(gpus, key=_gpu_order)
+        tables.append({"workload": workload, "unit": unit, "gpus": columns,
                        "rows": [rows[k] for k in sorted(rows)], "slow": slow})
     return tables
 
