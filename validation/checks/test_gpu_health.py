@@ -13,7 +13,7 @@ import pytest
 
 from validation import extract, parsers
 from validation.checks.outcome import CheckFailure, expect
-from validation.checks.tools import run_tool
+from validation.checks.tools import run_tool, skip_unless_driver_loaded
 from validation.errors import ParseError
 from validation.judge import judge_value
 from validation.records import FAILING
@@ -29,8 +29,7 @@ def amd_gpus(host: Any, spec: dict) -> int:
         pytest.skip("spec declares NVIDIA GPUs; AMD health checks do not apply")
     if spec.get("validation_gpu_count") is None:
         pytest.skip("spec declares no validation_gpu_count")
-    if not host.file("/sys/module/amdgpu").is_directory:
-        pytest.skip("no AMD GPU present (amdgpu is not loaded); test_gpu_presence fails and says so")
+    skip_unless_driver_loaded(host, "amd")
     return int(spec["validation_gpu_count"])
 
 

@@ -25,6 +25,7 @@ import pytest
 from validation import idle, parsers
 from validation.checks.health import HealthState, now
 from validation.checks.outcome import expect, fail_on_verdicts, require
+from validation.checks.tools import skip_unless_driver_loaded
 from validation.errors import ParseError
 from validation.judge import judge_value
 from validation.parsers import dmesg
@@ -43,6 +44,7 @@ def _declares_gpus(spec: dict) -> bool:
 def _telemetry(host: Any, spec: dict) -> tuple[telemetry.GpuSample, ...]:
     if not _declares_gpus(spec):
         pytest.skip("the spec declares no GPUs")
+    skip_unless_driver_loaded(host, spec.get("validation_gpu_vendor", "amd"))
     source = require(telemetry.detect_source(which=gpu_activity.host_which(host), run=gpu_activity.host_run(host)),
                      "RF-GPU-ACTIVITY-UNKNOWN", "none of amd-smi, rocm-smi or nvidia-smi is on the node: "
                      "the GPUs' counters, temperatures and throttle state cannot be read")
@@ -119,6 +121,7 @@ def test_gpu_firmware_is_the_set_the_node_recorded(host: Any, spec: dict, health
     """The GPU firmware is the set the node recorded (a change waits for --accept-changes)."""
     if not _declares_gpus(spec):
         pytest.skip("the spec declares no GPUs")
+    skip_unless_driver_loaded(host, spec.get("validation_gpu_vendor", "amd"))
     current = _firmware(host, spec)
     recorded = health_state.get("firmware")
     if recorded is None or request.config.getoption("--rf-health-accept"):

@@ -21,7 +21,7 @@ import pytest
 from validation import parsers, topology
 from validation.checks import discovery
 from validation.checks.outcome import CheckFailure, expect
-from validation.checks.tools import run_tool
+from validation.checks.tools import run_tool, skip_unless_driver_loaded
 from validation.errors import ParseError
 from validation.judge import Verdict
 from validation.records import FAILING
@@ -37,10 +37,7 @@ def gpu_node(host: Any, spec: dict) -> tuple[str, int]:
     if count is None:
         pytest.skip("spec declares no validation_gpu_count")
     vendor = spec.get("validation_gpu_vendor", "amd")
-    if vendor == "amd" and not host.file("/sys/module/amdgpu").is_directory:
-        pytest.skip("no AMD GPU present (amdgpu is not loaded); test_gpu_presence fails and says so")
-    if vendor == "nvidia" and not host.exists("nvidia-smi"):
-        pytest.skip("nvidia-smi is not installed: no NVIDIA driver; test_gpu_presence fails and says so")
+    skip_unless_driver_loaded(host, vendor)
     return vendor, int(count)
 
 
