@@ -4,7 +4,7 @@ The roles call these functions through their filter plugins and the checks call 
 rule (which repository directory a ROCm version lives in, which package version a bare name pins,
 which kernel parameters, THP modes and sysctls a node_tuning declaration asks for) has one home.
 Every function takes declared values (role defaults overlaid with the host's inventory, see
-`validation.checks.spec.declared_state`) and facts, and returns plain data that Jinja can use.
+`validation.spec.declared_state`) and facts, and returns plain data that Jinja can use.
 """
 
 from __future__ import annotations
@@ -107,13 +107,23 @@ def tuning_sysctls(state: Mapping[str, Any]) -> dict[str, str]:
     if str(state["node_tuning_numa_balancing"]) != KEEP:
         out["kernel.numa_balancing"] = str(state["node_tuning_numa_balancing"])
     for item in state.get("node_tuning_sysctl_extra") or []:
-        out[str(item["name"])] = " ".join(str(item["value"]).split())
+        out[str(item["name"])] = sysctl_value(item["value"])
     return out
 
 
 def sysctl_path(name: str) -> str:
     """'kernel.numa_balancing' -> '/proc/sys/kernel/numa_balancing'."""
     return f"{SYSCTL_DIR}/{name.replace('.', '/')}"
+
+
+def thp_path(knob: str) -> str:
+    """'enabled' -> '/sys/kernel/mm/transparent_hugepage/enabled'."""
+    return f"{THP_DIR}/{knob}"
+
+
+def sysctl_value(text: str) -> str:
+    """A sysctl value as the kernel prints it back, whitespace runs read as one space ('1\t2' -> '1 2')."""
+    return " ".join(str(text).split())
 
 
 def tuning_plan(state: Mapping[str, Any], processor: Iterable[str] | str) -> dict[str, Any]:
@@ -128,24 +138,42 @@ def thp_mode(text: str) -> str:
     return text.split("[", 1)[1].split("]", 1)[0] if "[" in text else ""
 
 
-def tuning_record(previous: Mapping[str, Any], plan: Mapping[str, Any], now: Mapping[str, str],
+def runtime_paths(plan: Mapping[str, Any], record: Mapping[str, Any]) -> list[str]:
+    """The THP and sysctl files to read: what the plan sets and what the record would put back."""
+    knobs = dict.fromkeys([*plan["thp"], *(record.get("thp") or {})])
+    names = dict.fromkeys([*plan["sysctl"], *(record.get("sysctl") or {})])
+    return [thp_path(k) for k in knobs] + [sysctl_path(n) for n in names]
+
+
+def runtime_now(grep_lines: Iterable[str], plan: Mapping[str, Any],
+                record: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """What the host runs now, from `grep -H . <runtime_paths>` lines: {thp: {knob: mode},
+    sysctl: {name: value}}. A file the kernel does not have is left out of sysctl; a THP knob it
+    does not have reads ''."""
+    found = dict(line.split(":", 1) for line in grep_lines if ":" in line)
+    knobs = dict.fromkeys([*plan["thp"], *(record.get("thp") or {}), "enabled", "defrag"])
+    names = dict.fromkeys([*plan["sysctl"], *(record.get("sysctl") or {})])
+    return {"thp": {k: thp_mode(found.get(thp_path(k), "")) for k in knobs},
+            "sysctl": {n: sysctl_value(found[sysctl_path(n)]) for n in names if sysctl_path(n) in found}}
+
+
+def tuning_record(previous: Mapping[str, Any], plan: Mapping[str, Any], now: Mapping[str, Any],
                   cpuidle_states: Iterable[int], cpuidle_disabled: Iterable[str]) -> dict[str, Any]:
     """The record of what the host had before node_tuning first changed it, brought up to date.
 
-    `now` maps the THP and sysctl paths to what they read now (`grep -H .` output), `cpuidle_disabled`
-    is what the disable files of `cpuidle_states` read now. The first value seen for a setting is
-    kept until `state: absent` puts it back; later runs never overwrite it, so a hand-made change in
-    between is not mistaken for the original.
+    `now` is `runtime_now`'s reading, `cpuidle_disabled` what the disable files of `cpuidle_states`
+    read now. The first value seen for a setting is kept until `state: absent` puts it back; later
+    runs never overwrite it, so a hand-made change in between is not mistaken for the original.
     """
     record = dict(previous)
     thp = dict(previous.get("thp") or {})
     for knob in plan["thp"]:
-        mode = thp_mode(now.get(f"{THP_DIR}/{knob}", ""))
+        mode = now["thp"].get(knob, "")
         if knob not in thp and mode:
             thp[knob] = mode
     sysctl = dict(previous.get("sysctl") or {})
     for name in plan["sysctl"]:
-        found = now.get(sysctl_path(name))
+        found = now["sysctl"].get(name)
         if name not in sysctl and found is not None:
             sysctl[name] = found
     record.update(thp=thp, sysctl=sysctl)

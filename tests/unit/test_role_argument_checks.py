@@ -19,7 +19,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
+from validation import declared
 from validation.multinode import cluster_ssh
 from validation.multinode.model import ClusterError
 
@@ -49,6 +51,10 @@ CASES: dict[str, tuple[str, dict, str | None]] = {
         {"name": "vm.max_map_count", "value": "1048576\r"}]}, "numbers or strings on one line"),
     "sysctl-ok": ("node_tuning", {**KEEP_KERNEL, "node_tuning_sysctl_extra": [
         {"name": "vm.max_map_count", "value": 1048576}]}, None),
+    "tuning-plan": ("node_tuning", {"node_tuning_iommu": "pt", "node_tuning_numa_balancing": "keep",
+                                    "node_tuning_thp_enabled": "always", "node_tuning_modprobe_blacklist": ["ast"],
+                                    "node_tuning_sysctl_extra": [{"name": "vm.max_map_count", "value": "1048576 "}]},
+                    None),
     "mpi-user-option": ("mpi_launcher", {"mpi_launcher_user": "-oProxyCommand=id"},
                         "mpi_launcher_user is '-oProxyCommand=id', which is not a user name"),
     "mpi-host-newline": ("mpi_launcher", {"mpi_launcher_ssh_host": "10.0.0.1\n  ProxyCommand id"},
@@ -120,6 +126,17 @@ def test_scontrol_gets_the_node_name_inside_its_nodename_argument(ran) -> None:
     argv = json.loads((out / "drain-slurm-ok.json").read_text())
     assert argv == {"drain": ["scontrol", "update", "NodeName=gpu-07", "State=DRAIN", "Reason=rocm-fleet upgrade r1"],
                     "undrain": ["scontrol", "update", "NodeName=gpu-07", "State=RESUME"]}
+
+
+def test_the_role_plans_what_declared_py_plans_from_defaults_and_inventory(ran) -> None:
+    """node_tuning reads its variables (role defaults under the inventory's) into validation/declared.py,
+    the same function the node-tuning checks call: the plan the role works out is the checks' plan."""
+    _, _, out = ran
+    defaults = yaml.safe_load((ROOT / "roles" / "node_tuning" / "defaults" / "main.yml").read_text())
+    _, variables, _ = CASES["tuning-plan"]
+    wanted = declared.tuning_plan({**defaults, **variables}, Path("/proc/cpuinfo").read_text())
+    assert json.loads((out / "tuning-plan.json").read_text()) == wanted
+    assert "iommu=pt" in wanted["cmdline"] and wanted["sysctl"] == {"vm.max_map_count": "1048576"}
 
 
 def test_the_cluster_key_is_restricted_to_the_nodes_own_addresses(ran) -> None:

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from validation.checks.spec import declared_state
 from validation.cli import main
+from validation.spec import declared_state
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "inventories" / "example"
@@ -55,7 +55,7 @@ def test_extra_vars_override_the_inventory_and_key_value_words_stay_strings(caps
 
 
 def test_several_hosts_give_one_file_that_validate_picks_from_by_node_name(capsys, tmp_path: Path) -> None:
-    from validation.checks.spec import load_spec_file
+    from validation.spec import load_spec_file
 
     _, out, _ = spec_of(capsys)                       # no HOST: every host of the inventory
     path = tmp_path / "spec.yml"
@@ -102,3 +102,19 @@ def test_validate_runs_by_hand_on_this_machine_with_the_printed_spec(capsys, tmp
     assert {c["status"] for c in doc["checks"]} <= {"pass", "fail", "skip"}, [
         c for c in doc["checks"] if c["status"] == "error"]
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_the_checks_read_the_same_spec_as_rocm_fleet_spec_and_a_missing_roles_dir_is_said(tmp_path: Path) -> None:
+    from validation.errors import RocmFleetError
+    from validation.spec import ROLES_DIR, checks_spec, role_defaults, spec_role_defaults
+
+    found = {"rocm_version": "6.4.1", "validation_gpu_count": 8, "rocm_fleet_run_id": "r1", "mpi_launcher_user": "x"}
+    spec = checks_spec(found)
+    assert spec == declared_state(spec_role_defaults(), found)
+    assert spec["node_tuning_state"] == "present"
+    assert "rocm_fleet_run_id" not in spec and "mpi_launcher_user" not in spec
+    # an installed wheel on a node has no roles/: the spec file validate.yml wrote whole is taken as it is
+    assert checks_spec(found, roles_dir=tmp_path / "no-roles") == found
+    with pytest.raises(RocmFleetError, match="no-roles is missing; run rocm-fleet from a checkout"):
+        role_defaults(tmp_path / "no-roles")
+    assert role_defaults(ROLES_DIR)["mpi_launcher_user"]

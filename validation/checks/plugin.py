@@ -18,8 +18,8 @@ from validation.checks import catalog, health, measuring, progress
 from validation.checks.facts import provenance
 from validation.checks.outcome import CheckFailure
 from validation.checks.results import NodeResults
-from validation.checks.spec import Spec, load_spec_file, role_defaults
 from validation.checks.targets_fixture import targets  # noqa: F401  (registers the fixture)
+from validation.spec import checks_spec, load_spec_file
 
 TIERS = {"smoke": "seconds", "quick": "minutes", "acceptance": "hours"}
 CHECKS_DIR = Path(__file__).resolve().parent
@@ -153,14 +153,14 @@ def node_name(host: Any, override: str | None = None) -> str:
 
 
 @pytest.fixture(scope="module")
-def spec(host: Any, request: pytest.FixtureRequest) -> Spec:
-    """The host's declared state: role defaults overlaid with its inventory variables."""
+def spec(host: Any, request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The host's declared state: role defaults overlaid with its spec file or inventory variables."""
     spec_file = request.config.getoption("--rf-spec")
     name = node_name(host, request.config.getoption("--rf-node"))
     if spec_file:
-        return Spec({**role_defaults(), **load_spec_file(Path(spec_file), name)})
+        return checks_spec(load_spec_file(Path(spec_file), name))
     if host.backend.NAME == "ansible":
-        return Spec({**role_defaults(), **host.ansible.get_variables()})
+        return checks_spec(host.ansible.get_variables())
     pytest.fail(f"no spec for {name}: pass the node's declared state with `rocm-fleet validate --spec FILE` "
                 "(pytest: --rf-spec FILE), written by `rocm-fleet spec -i INVENTORY HOST > FILE` (or the "
                 "/etc/rocm-fleet/spec.yml that playbooks/validate.yml writes on each node), or run from the "

@@ -44,7 +44,9 @@ def amd_node(host: Any, spec: dict) -> int:
         pytest.skip("native ROCm tools: spec declares NVIDIA GPUs (the portable probes cover them)")
     if not host.file("/dev/kfd").exists:
         pytest.skip("no /dev/kfd: no AMD GPU to run ROCm tools on (the presence checks fail and say why)")
-    return int(spec.get("validation_gpu_count") or 8)
+    if not spec.get("validation_gpu_count"):
+        pytest.skip("spec declares no validation_gpu_count: the native probes run on each declared GPU")
+    return int(spec["validation_gpu_count"])
 
 
 def _on_gpu(verdict: Any, gpu: int | None) -> Any:

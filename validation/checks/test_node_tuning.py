@@ -95,7 +95,7 @@ def test_transparent_huge_pages_mode(host: Any, spec: dict, knob: str) -> None:
     wanted = declared.tuning_thp(spec).get(knob)
     if wanted is None:
         pytest.skip(f"spec leaves THP {knob} as it is (node_tuning_thp_{knob}: keep)")
-    text = host.file(f"{THP_DIR}/{knob}").content_string
+    text = host.file(declared.thp_path(knob)).content_string
     found = declared.thp_mode(text) or text.strip()
     check(found == wanted, "RF-TUNING-THP", f"{THP_DIR}/{knob}: expected {wanted!r}, found {found!r}")
 
@@ -139,7 +139,7 @@ def test_extra_sysctls(host: Any, spec: dict) -> None:
     for name in wanted:
         proc = host.file(declared.sysctl_path(name))
         if proc.exists:
-            found[name] = " ".join(proc.content_string.split())
+            found[name] = declared.sysctl_value(proc.content_string)
     drift = differences(wanted, found)
     check(not drift, "RF-TUNING-SYSCTL", "; ".join(drift))
 
@@ -156,7 +156,7 @@ def test_sysctls_are_set_at_boot(host: Any, spec: dict) -> None:
     for line in conf.content_string.splitlines():
         if "=" in line and not line.lstrip().startswith(("#", ";")):
             name, _, value = line.partition("=")
-            found[name.strip()] = " ".join(value.split())
+            found[name.strip()] = declared.sysctl_value(value)
     drift = differences(wanted, found)
     check(not drift, "RF-TUNING-SYSCTL", f"{SYSCTL_FILE}: " + "; ".join(drift))
 

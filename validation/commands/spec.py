@@ -54,7 +54,7 @@ def extra_vars(items: list[str]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from validation.checks.spec import declared_state, inventory_host_vars, render_spec, spec_role_defaults
+    from validation.spec import declared_state, inventory_host_vars, render_spec, spec_role_defaults
 
     defaults = spec_role_defaults()
     found = inventory_host_vars(args.inventory, args.hosts, extra_vars(args.extra_vars))

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from validation.checks.spec import role_defaults
 from validation.multinode.model import METHODS, ClusterError, ClusterSpec, Connection, Node
+from validation.spec import role_defaults
 
 INVENTORY_TIMEOUT_S = 120
 

@@ -19,9 +19,9 @@ import yaml
 
 from validation.errors import RocmFleetError
 
-ROLES_DIR = Path(__file__).resolve().parents[2] / "roles"
-# The roles whose variables declare a node (roles/validation_node/tasks/install.yml lists the same),
-# in the order their defaults are merged, and the variable names a spec file carries.
+ROLES_DIR = Path(__file__).resolve().parents[1] / "roles"
+# The roles whose variables declare a node, in the order their defaults are merged, and the variable
+# names a spec file carries.
 SPEC_ROLES = ("rocm_repo", "amdgpu_driver", "rocm", "node_tuning", "gpu_access", "env_profiles")
 SPEC_VARIABLE = re.compile(r"^(rocm|amdgpu_driver|node_tuning|gpu_access|env_profiles|validation)_")
 # Not the node's state: the validation_node role's own knobs, and the playbooks' run bookkeeping
@@ -29,16 +29,32 @@ SPEC_VARIABLE = re.compile(r"^(rocm|amdgpu_driver|node_tuning|gpu_access|env_pro
 NOT_SPEC = re.compile(r"^(validation_node|rocm_fleet)_")
 
 
+def _roles_dir_or_refuse(roles_dir: Path) -> Path:
+    if not roles_dir.is_dir():
+        raise RocmFleetError(f"{roles_dir} is missing; run rocm-fleet from a checkout of the repository "
+                             "(the roles' defaults are part of every spec), or give a complete spec file "
+                             "(`rocm-fleet spec -i INVENTORY HOST` writes one)")
+    return roles_dir
+
+
 def spec_role_defaults(roles_dir: Path = ROLES_DIR) -> list[dict[str, Any]]:
     """The defaults of SPEC_ROLES, in that order, as plain YAML (not templated, as the role reads them)."""
+    roles_dir = _roles_dir_or_refuse(roles_dir)
     out = []
     for role in SPEC_ROLES:
         path = roles_dir / role / "defaults" / "main.yml"
         if not path.is_file():
-            raise RocmFleetError(f"{path} is missing; run rocm-fleet from a checkout of the repository "
-                                 "(the roles' defaults are part of every spec)")
+            raise RocmFleetError(f"{path} is missing; the checkout is incomplete")
         out.append(yaml.safe_load(path.read_text()) or {})
     return out
+
+
+def role_defaults(roles_dir: Path = ROLES_DIR) -> dict[str, Any]:
+    """Every role's defaults merged (roles in name order): what a play sees before the inventory."""
+    merged: dict[str, Any] = {}
+    for defaults in sorted(_roles_dir_or_refuse(roles_dir).glob("*/defaults/main.yml")):
+        merged.update(yaml.safe_load(defaults.read_text()) or {})
+    return merged
 
 
 def declared_state(defaults: Sequence[Mapping[str, Any]], host_vars: Mapping[str, Any],
@@ -94,13 +110,6 @@ def inventory_host_vars(inventory: Path, hosts: Sequence[str] = (),
     return out
 
 
-def role_defaults(roles_dir: Path = ROLES_DIR) -> dict[str, Any]:
-    merged: dict[str, Any] = {}
-    for defaults in sorted(roles_dir.glob("*/defaults/main.yml")):
-        merged.update(yaml.safe_load(defaults.read_text()) or {})
-    return merged
-
-
 def load_spec_file(path: Path, host: str) -> dict[str, Any]:
     data = (json.loads if path.suffix == ".json" else yaml.safe_load)(path.read_text())
     if not isinstance(data, dict):
@@ -113,10 +122,11 @@ def load_spec_file(path: Path, host: str) -> dict[str, Any]:
     return data
 
 
-class Spec(dict):
-    """Declared variables with attribute-style reading and a clear error for missing ones."""
-
-    def need(self, name: str) -> Any:
-        if name not in self:
-            raise RocmFleetError(f"the spec for this host does not declare {name}; set it in the inventory")
-        return self[name]
+def checks_spec(variables: Mapping[str, Any], roles_dir: Path = ROLES_DIR) -> dict[str, Any]:
+    """What the checks compare a node with: its variables (a spec file, or the inventory's with
+    --hosts=ansible://) by the same rule as `rocm-fleet spec`. Where the suite runs from an installed
+    wheel (on a node, no roles/ beside it) the spec file is taken as it is: validate.yml and
+    `rocm-fleet spec` write it whole, defaults included."""
+    if not roles_dir.is_dir():
+        return dict(variables)
+    return declared_state(spec_role_defaults(roles_dir), variables)
