@@ -130,3 +130,8 @@ def checks_spec(variables: Mapping[str, Any], roles_dir: Path = ROLES_DIR) -> di
     if not roles_dir.is_dir():
         return dict(variables)
     return declared_state(spec_role_defaults(roles_dir), variables)
+
+
+def gpu_vendor(spec: Mapping[str, Any]) -> str:
+    """The declared GPU vendor: validation_gpu_vendor, amd when the node does not say."""
+    return str(spec.get("validation_gpu_vendor") or "amd")

@@ -46,6 +46,53 @@ def test_every_public_default_is_commented(role: Path) -> None:
             assert i > 0 and lines[i - 1].startswith("#"), f"{role.name}: {line.split(':')[0]} has no comment above it"
 
 
+def _options(role: Path) -> dict:
+    return yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+
+
+def owner_of(name: str) -> str | None:
+    """The role a variable belongs to: the longest role name that prefixes it (`rocm_version` -> rocm,
+    `rocm_repo_source` -> rocm_repo), None for a variable no role prefixes."""
+    owners = [r.name for r in ROLES if name.startswith(r.name + "_")]
+    if not owners and name.startswith("validation_"):
+        return "validation_node"     # what a node is declared to have, for the checks
+    return max(owners, key=len) if owners else None
+
+
+def test_every_variable_has_one_owner_and_a_re_declaration_matches_it() -> None:
+    """A role may re-declare a variable it reads (rocm_repo checks rocm_version), but only as its owner
+    declares it: same type, default, choices and required, the owner's description plus "(Owned by X.)"."""
+    declared: dict[str, list[str]] = {}
+    for role in ROLES:
+        for name in _options(role):
+            declared.setdefault(name, []).append(role.name)
+    checked = 0
+    for name, roles in sorted(declared.items()):
+        owner = owner_of(name)
+        assert owner in roles, f"{name} is declared by {roles} but not by its owner {owner}"
+        mine = _options(ROOT / "roles" / owner)[name]
+        for other in (r for r in roles if r != owner):
+            theirs = _options(ROOT / "roles" / other)[name]
+            for key in ("type", "default", "choices", "required", "elements"):
+                assert theirs.get(key) == mine.get(key), f"{other} re-declares {name} with {key} " \
+                                                         f"{theirs.get(key)!r}; its owner {owner} says {mine.get(key)!r}"
+            assert theirs["description"] == f"{mine['description']} (Owned by {owner}.)", (other, name)
+            checked += 1
+    assert checked >= 4     # rocm_version twice, amdgpu_driver_mode and _version once each
+
+
+def test_every_variable_the_checks_read_is_declared_by_its_owner() -> None:
+    """A `validation_*` variable a check reads has an owner that declares and documents it."""
+    import re
+    read = set()
+    for path in (ROOT / "validation").rglob("*.py"):
+        read |= set(re.findall(r"spec(?:\.get\(|\[)\"((?:validation|rocm|amdgpu_driver|node_tuning|gpu_access|env_profiles)_\w+)\"",
+                               path.read_text()))
+    assert len(read) > 30, read
+    undeclared = sorted(n for n in read if owner_of(n) is None or n not in _options(ROOT / "roles" / str(owner_of(n))))
+    assert not undeclared, f"read by the checks but declared by no owner role: {undeclared}"
+
+
 def test_variables_reference_is_generated_from_the_specs() -> None:
     assert (ROOT / "docs" / "variables.md").read_text() == docgen.render(ROOT), (
         "docs/variables.md is stale; run: python -m validation.docgen > docs/variables.md")

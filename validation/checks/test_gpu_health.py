@@ -17,6 +17,7 @@ from validation.checks.tools import run_tool, skip_unless_driver_loaded
 from validation.errors import ParseError
 from validation.judge import judge_value
 from validation.records import FAILING
+from validation.spec import gpu_vendor
 
 pytestmark = [pytest.mark.smoke, pytest.mark.gpu]
 
@@ -25,7 +26,7 @@ MIB = 1 << 20
 
 @pytest.fixture(scope="module")
 def amd_gpus(host: Any, spec: dict) -> int:
-    if spec.get("validation_gpu_vendor", "amd") != "amd":
+    if gpu_vendor(spec) != "amd":
         pytest.skip("spec declares NVIDIA GPUs; AMD health checks do not apply")
     if spec.get("validation_gpu_count") is None:
         pytest.skip("spec declares no validation_gpu_count")

@@ -11,6 +11,7 @@ from validation.checks.outcome import CheckFailure, expect, fail_on_verdicts, re
 from validation.checks.tools import run_tool
 from validation.errors import ParseError, UnknownSkuError
 from validation.parsers import nvidia_smi, rocminfo
+from validation.spec import gpu_vendor
 
 pytestmark = [pytest.mark.smoke, pytest.mark.gpu]
 
@@ -19,7 +20,7 @@ def _declared_gpus(spec: dict, vendor: str = "amd") -> int:
     count = spec.get("validation_gpu_count")
     if count is None:
         pytest.skip("spec declares no validation_gpu_count")
-    declared_vendor = spec.get("validation_gpu_vendor", "amd")
+    declared_vendor = gpu_vendor(spec)
     if declared_vendor != vendor:
         pytest.skip(f"spec declares {declared_vendor} GPUs; this check is for {vendor}")
     return int(count)
@@ -90,7 +91,7 @@ def test_gpus_on_the_pci_bus_are_the_declared_sku(host: Any, spec: dict) -> None
     if not declared:
         pytest.skip("spec declares no validation_target_sku; the targets fixture selects it from the bus")
     vendor, device_id = require(discovery.main_device(discovery.pci_gpus(host)),
-                                "RF-NO-AMD-GPU" if spec.get("validation_gpu_vendor", "amd") == "amd"
+                                "RF-NO-AMD-GPU" if gpu_vendor(spec) == "amd"
                                 else "RF-NO-NVIDIA-GPU", f"no GPU on the PCI bus; spec declares {declared}")
     try:
         found = select_sku(device_id, int(spec.get("validation_gpu_count") or 0), spec.get("validation_partition"),

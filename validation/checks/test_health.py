@@ -31,6 +31,7 @@ from validation.judge import judge_value
 from validation.parsers import dmesg
 from validation.probes import gpu_activity, telemetry
 from validation.records import Status
+from validation.spec import gpu_vendor
 
 pytestmark = [pytest.mark.smoke, pytest.mark.health]
 
@@ -44,7 +45,7 @@ def _declares_gpus(spec: dict) -> bool:
 def _telemetry(host: Any, spec: dict) -> tuple[telemetry.GpuSample, ...]:
     if not _declares_gpus(spec):
         pytest.skip("the spec declares no GPUs")
-    skip_unless_driver_loaded(host, spec.get("validation_gpu_vendor", "amd"))
+    skip_unless_driver_loaded(host, gpu_vendor(spec))
     source = require(telemetry.detect_source(which=gpu_activity.host_which(host), run=gpu_activity.host_run(host)),
                      "RF-GPU-ACTIVITY-UNKNOWN", "none of amd-smi, rocm-smi or nvidia-smi is on the node: "
                      "the GPUs' counters, temperatures and throttle state cannot be read")
@@ -103,7 +104,7 @@ def test_no_new_gpu_errors_in_the_kernel_log_since_the_last_health_run(host: Any
 
 
 def _firmware(host: Any, spec: dict) -> dict[str, dict[str, str]]:
-    if spec.get("validation_gpu_vendor", "amd") == "nvidia":
+    if gpu_vendor(spec) == "nvidia":
         out = host.run("timeout 30 nvidia-smi --query-gpu=index,vbios_version --format=csv")
         expect(out.rc == 0, "RF-TOOL-FAILED", f"nvidia-smi exited {out.rc}: {out.stderr.strip()[:200]}")
         record = parsers.parse("nvidia-smi", out.stdout)
@@ -121,7 +122,7 @@ def test_gpu_firmware_is_the_set_the_node_recorded(host: Any, spec: dict, health
     """The GPU firmware is the set the node recorded (a change waits for --accept-changes)."""
     if not _declares_gpus(spec):
         pytest.skip("the spec declares no GPUs")
-    skip_unless_driver_loaded(host, spec.get("validation_gpu_vendor", "amd"))
+    skip_unless_driver_loaded(host, gpu_vendor(spec))
     current = _firmware(host, spec)
     recorded = health_state.get("firmware")
     if recorded is None or request.config.getoption("--rf-health-accept"):

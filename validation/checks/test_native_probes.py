@@ -22,6 +22,7 @@ from validation.judge import judge_timeout
 from validation.probes import native_commands, runner
 from validation.probes.conv_shapes import ConvShape
 from validation.records import FAILING
+from validation.spec import gpu_vendor
 
 pytestmark = [pytest.mark.quick, pytest.mark.gpu]
 
@@ -40,7 +41,7 @@ GPUS = range(8)
 def amd_node(host: Any, spec: dict) -> int:
     if host.backend.NAME != "local":
         pytest.skip("native probes run on the node itself: use --hosts=local:// (playbooks/validate.yml does)")
-    if spec.get("validation_gpu_vendor", "amd") != "amd":
+    if gpu_vendor(spec) != "amd":
         pytest.skip("native ROCm tools: spec declares NVIDIA GPUs (the portable probes cover them)")
     if not host.file("/dev/kfd").exists:
         pytest.skip("no /dev/kfd: no AMD GPU to run ROCm tools on (the presence checks fail and say why)")

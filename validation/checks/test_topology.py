@@ -25,6 +25,7 @@ from validation.checks.tools import run_tool, skip_unless_driver_loaded
 from validation.errors import ParseError
 from validation.judge import Verdict
 from validation.records import FAILING
+from validation.spec import gpu_vendor
 
 pytestmark = [pytest.mark.smoke]
 
@@ -36,7 +37,7 @@ def gpu_node(host: Any, spec: dict) -> tuple[str, int]:
     count = spec.get("validation_gpu_count")
     if count is None:
         pytest.skip("spec declares no validation_gpu_count")
-    vendor = spec.get("validation_gpu_vendor", "amd")
+    vendor = gpu_vendor(spec)
     skip_unless_driver_loaded(host, vendor)
     return vendor, int(count)
 
