@@ -1,6 +1,6 @@
 """CPU idle (C-) states: what a host's cpuidle driver offers, and what a declared list means there.
 
-roles/node_tuning (filter `rocm_fleet_cstates_absent`) and the check test_cpu_idle_states_are_disabled
+roles/node_tuning (filter `rocm_fleet.fleet.cstates_absent`) and the check test_cpu_idle_states_are_disabled
 read the same listing through these functions, so the role and the check say the same words about
 a declared state that the CPU does not have. Kernel drivers differ in how many states they offer:
 intel_idle and acpi_idle on bare metal usually 3 or more, the haltpoll driver of KVM guests

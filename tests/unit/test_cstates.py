@@ -94,12 +94,12 @@ def test_a_state_the_cpu_has_is_judged_as_before() -> None:
 
 
 def test_the_role_says_the_same_sentence_as_the_check() -> None:
-    path = ROOT / "roles" / "node_tuning" / "filter_plugins" / "cstates.py"
-    spec = importlib.util.spec_from_file_location("node_tuning_cstates_filter", path)
+    path = ROOT / "plugins" / "filter" / "rocm_fleet.py"
+    spec = importlib.util.spec_from_file_location("rocm_fleet_filters", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    role_filter = module.FilterModule().filters()["rocm_fleet_cstates_absent"]
+    role_filter = module.FilterModule().filters()["cstates_absent"]
     host = CpuidleHost(HALTPOLL, {})
     with pytest.raises(pytest.skip.Exception) as skipped:
         tuning_checks.test_cpu_idle_states_are_disabled(host, _spec([2]))

@@ -74,8 +74,9 @@ def test_every_variable_has_one_owner_and_a_re_declaration_matches_it() -> None:
         for other in (r for r in roles if r != owner):
             theirs = _options(ROOT / "roles" / other)[name]
             for key in ("type", "default", "choices", "required", "elements"):
-                assert theirs.get(key) == mine.get(key), f"{other} re-declares {name} with {key} " \
-                                                         f"{theirs.get(key)!r}; its owner {owner} says {mine.get(key)!r}"
+                assert theirs.get(key) == mine.get(key), (
+                    f"{other} re-declares {name} with {key} {theirs.get(key)!r}; "
+                    f"its owner {owner} says {mine.get(key)!r}")
             assert theirs["description"] == f"{mine['description']} (Owned by {owner}.)", (other, name)
             checked += 1
     assert checked >= 4     # rocm_version twice, amdgpu_driver_mode and _version once each
@@ -84,10 +85,11 @@ def test_every_variable_has_one_owner_and_a_re_declaration_matches_it() -> None:
 def test_every_variable_the_checks_read_is_declared_by_its_owner() -> None:
     """A `validation_*` variable a check reads has an owner that declares and documents it."""
     import re
+    prefixes = "validation|rocm|amdgpu_driver|node_tuning|gpu_access|env_profiles"
+    name = re.compile(rf"spec(?:\.get\(|\[)\"((?:{prefixes})_\w+)\"")
     read = set()
     for path in (ROOT / "validation").rglob("*.py"):
-        read |= set(re.findall(r"spec(?:\.get\(|\[)\"((?:validation|rocm|amdgpu_driver|node_tuning|gpu_access|env_profiles)_\w+)\"",
-                               path.read_text()))
+        read |= set(name.findall(path.read_text()))
     assert len(read) > 30, read
     undeclared = sorted(n for n in read if owner_of(n) is None or n not in _options(ROOT / "roles" / str(owner_of(n))))
     assert not undeclared, f"read by the checks but declared by no owner role: {undeclared}"

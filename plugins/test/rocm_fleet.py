@@ -1,4 +1,4 @@
-"""Tests for node_reboot: does role R require / allow a reboot on this host?"""
+"""Jinja tests for node_reboot: does role R require / allow a reboot on this host?"""
 
 from __future__ import annotations
 
@@ -13,4 +13,4 @@ def reboot_allowed(role: str, hostvars: dict) -> bool:
 
 class TestModule:
     def tests(self) -> dict:
-        return {"rocm_fleet_reboot_required": reboot_required, "rocm_fleet_reboot_allowed": reboot_allowed}
+        return {"reboot_required": reboot_required, "reboot_allowed": reboot_allowed}

@@ -1,0 +1,122 @@
+"""The roles' Jinja filters: thin adapters over the validation package, which the checks also use.
+
+Every rule (which repository directory a ROCm version lives in, what a tuning declaration asks for,
+which keys are trusted, how the node's declared state is assembled) is coded once in `validation/`;
+a filter here only passes Jinja's values to it. Roles call them by FQCN (`rocm_fleet.fleet.repo_dir`):
+installed as the collection this is its plugins/filter/, and from a checkout ansible.cfg's
+collections_path finds the checkout itself through collections/ansible_collections/rocm_fleet/fleet.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+# The package shipped beside these filters, never another installed copy: the roles and the rules they
+# call come from one checkout or one collection. (Path.resolve: the checkout's collections/ link.)
+_HERE = str(Path(__file__).resolve().parents[2])
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+from validation import compat, cstates, declared, openpgp, spec  # noqa: E402
+from validation.multinode import cluster_ssh  # noqa: E402
+from validation.multinode.model import ClusterError  # noqa: E402
+
+# --- rocm_repo ----------------------------------------------------------------------------------
+
+def compat_problems(combo: dict, extra_rows: list | None = None) -> list[str]:
+    """Reasons the declared combination is unsupported (empty when supported)."""
+    data = compat.load(extra_rows=extra_rows or [])
+    found = compat.problems(data, compat.Combination(
+        rocm_version=str(combo["rocm_version"]),
+        driver_version=str(combo["driver_version"]),
+        os_id=str(combo["os_id"]),
+        kernel=str(combo.get("kernel", "")),
+    ))
+    if found:
+        found.append("supported: " + compat.supported_summary(data))
+    return found
+
+
+def trusted_key(material: str, pinned: list[str]) -> dict:
+    """{'armored': what to write, 'fingerprints': [...], 'problem': ''}, or the reason to refuse in 'problem'.
+
+    Every key in the downloaded material must be pinned; the text to write is rebuilt from the
+    verified keys (validation/openpgp.trusted_keys), never the download itself.
+    """
+    try:
+        armored = openpgp.trusted_keys(material, pinned)
+    except openpgp.KeyError_ as exc:
+        return {"armored": "", "fingerprints": [], "problem": str(exc)}
+    return {"armored": armored, "fingerprints": openpgp.fingerprints(armored), "problem": ""}
+
+
+def normalize_fingerprints(values: list[str]) -> list[str]:
+    return [openpgp.normalize(v) for v in values]
+
+
+# --- node_tuning --------------------------------------------------------------------------------
+
+def cstates_absent(listing: str, wanted: list) -> str:
+    """'' when the driver offers every declared state, else the sentence that names what is missing
+    (the check test_cpu_idle_states_are_disabled says the same)."""
+    return cstates.absent_message(wanted, cstates.parse_listing(listing or ""))
+
+
+# --- validation_node ----------------------------------------------------------------------------
+
+def declared_state(roles_dir: str, host_vars: dict, overrides: dict | None = None) -> dict[str, Any]:
+    """The declaring roles' defaults (read from `roles_dir` on the controller) overlaid with the host's
+    state-declaring variables, then `overrides`: the rule `rocm-fleet spec` and the checks use."""
+    return spec.declared_state(spec.spec_role_defaults(Path(roles_dir)), host_vars, overrides)
+
+
+# --- mpi_launcher -------------------------------------------------------------------------------
+
+def own_addresses(reach_host: str, ipv4: list | None, ipv6: list | None) -> list[str]:
+    return cluster_ssh.own_addresses(str(reach_host), ipv4 or [], ipv6 or [])
+
+
+def sources_problem(sources: list) -> str:
+    """'' when the from= list is usable, else why not."""
+    try:
+        cluster_ssh.check_sources(sources)
+    except ClusterError as exc:
+        return str(exc)
+    return ""
+
+
+def authorized_key(public_key: str, sources: list) -> str:
+    return cluster_ssh.authorized_key_line(public_key, sources)
+
+
+def settings_problems(values: dict) -> list[str]:
+    return cluster_ssh.settings_problems(**values)
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Any]:
+        return {
+            "compat_problems": compat_problems,
+            "trusted_key": trusted_key,
+            "normalize_fingerprints": normalize_fingerprints,
+            "repo_dir": declared.repo_dir,
+            "rocm_packages": declared.rocm_packages,
+            "tool_packages": declared.tool_packages,
+            "rocm_build": declared.rocm_build,
+            "apt_spec": declared.apt_spec,
+            "dnf_spec": declared.dnf_spec,
+            "tuning_plan": declared.tuning_plan,
+            "tuning_paths": declared.runtime_paths,
+            "tuning_now": declared.runtime_now,
+            "tuning_record": declared.tuning_record,
+            "sysctl_path": declared.sysctl_path,
+            "thp_path": declared.thp_path,
+            "cstates_absent": cstates_absent,
+            "declared_state": declared_state,
+            "cluster_own_addresses": own_addresses,
+            "cluster_sources_problem": sources_problem,
+            "cluster_authorized_key": authorized_key,
+            "cluster_settings_problems": settings_problems,
+        }
