@@ -20,6 +20,25 @@ def role_dirs(root: Path = ROOT) -> list[Path]:
     return sorted(p for p in (root / "roles").iterdir() if (p / "meta" / "argument_specs.yml").exists())
 
 
+def _option(name: str, opt: dict) -> list[str]:
+    kind = opt.get("type", "str")
+    if opt.get("elements"):
+        kind += f" of {opt['elements']}"
+    out = [f"### `{name}`", "", f"- Type: {kind}"]
+    if opt.get("required"):
+        out.append("- Required: yes")
+    elif "default" in opt:
+        out.append(f"- Default: `{yaml.safe_dump(opt['default'], default_flow_style=True).strip()}`")
+    else:
+        out.append("- Default: unset")
+    if opt.get("choices"):
+        out.append(f"- Choices: {', '.join(f'`{c}`' for c in opt['choices'])}")
+    description = opt.get("description", "")
+    if isinstance(description, list):
+        description = " ".join(description)
+    return [*out, "", description, ""]
+
+
 def render(root: Path = ROOT) -> str:
     out = ["# Role variables reference", "",
            "Generated from each role's `meta/argument_specs.yml` by `python -m validation.docgen`;",
@@ -29,22 +48,12 @@ def render(root: Path = ROOT) -> str:
         spec = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]
         out += [f"## {role.name}", "", spec.get("short_description", ""), ""]
         for name, opt in spec.get("options", {}).items():
-            out.append(f"### `{name}`")
-            out.append("")
-            kind = opt.get("type", "str")
-            if opt.get("elements"):
-                kind += f" of {opt['elements']}"
-            out.append(f"- Type: {kind}")
-            if opt.get("required"):
-                out.append("- Required: yes")
-            else:
-                out.append(f"- Default: `{yaml.safe_dump(opt.get('default'), default_flow_style=True).strip()}`")
-            if opt.get("choices"):
-                out.append(f"- Choices: {', '.join(f'`{c}`' for c in opt['choices'])}")
-            description = opt.get("description", "")
-            if isinstance(description, list):
-                description = " ".join(description)
-            out += ["", description, ""]
+            out += _option(name, opt)
+    playbooks = yaml.safe_load((root / "playbooks" / "argument_specs.yml").read_text())["argument_specs"]["main"]
+    out += ["## playbooks", "", playbooks.get("short_description", ""), "",
+            "Owned by `playbooks/argument_specs.yml`; set with `-e` or in the inventory.", ""]
+    for name, opt in playbooks.get("options", {}).items():
+        out += _option(name, opt)
     return "\n".join(out).rstrip() + "\n"
 
 

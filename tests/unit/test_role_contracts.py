@@ -95,6 +95,24 @@ def test_every_variable_the_checks_read_is_declared_by_its_owner() -> None:
     assert not undeclared, f"read by the checks but declared by no owner role: {undeclared}"
 
 
+def test_the_playbooks_variables_have_an_owner_and_restate_only_its_defaults() -> None:
+    """Every rocm_fleet_* variable the playbooks read is declared in playbooks/argument_specs.yml (or set
+    by the playbooks themselves), and every `rocm_fleet_X | default(V)` restates the declared default."""
+    import re
+    spec = yaml.safe_load((ROOT / "playbooks" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    text = {p: p.read_text() for p in (ROOT / "playbooks").rglob("*.yml") if p.name != "argument_specs.yml"}
+    set_here = {m for t in text.values() for m in re.findall(r"^\s+(rocm_fleet_\w+):", t, re.M)}
+    used = {m for t in text.values() for m in re.findall(r"\b(rocm_fleet_\w+)\b", t)}
+    undeclared = sorted(used - set(spec) - set_here)
+    assert not undeclared, f"read by the playbooks, declared nowhere: {undeclared}"
+    restated = [(p.name, name, value) for p, t in text.items()
+                for name, value in re.findall(r"\b(rocm_fleet_\w+) \| default\(('[^']*'|\[\]|true|false|\d+)\)", t)]
+    assert len(restated) >= 20, restated
+    for where, name, value in restated:
+        assert yaml.safe_load(value) == spec[name].get("default"), (
+            f"{where} defaults {name} to {value}; playbooks/argument_specs.yml says {spec[name].get('default')!r}")
+
+
 def test_variables_reference_is_generated_from_the_specs() -> None:
     assert (ROOT / "docs" / "variables.md").read_text() == docgen.render(ROOT), (
         "docs/variables.md is stale; run: python -m validation.docgen > docs/variables.md")
