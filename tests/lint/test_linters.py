@@ -1,4 +1,4 @@
-"""The repository is clean under ruff, yamllint, ansible-lint --profile production and its import contract."""
+"""The repository is clean under ruff, mypy, yamllint, ansible-lint --profile production and its import contract."""
 
 from __future__ import annotations
 
@@ -19,8 +19,14 @@ def run(argv: list[str], timeout: int = 600) -> subprocess.CompletedProcess[str]
 
 
 def test_ruff_is_clean() -> None:
-    result = run([str(BIN / "ruff"), "check", "validation", "tests", "bench", "roles"])
+    result = run([str(BIN / "ruff"), "check", "validation", "tests", "bench", "roles", "plugins"])
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_package_type_checks() -> None:
+    """mypy over validation/ ([tool.mypy] in pyproject.toml) finds nothing."""
+    result = run([str(BIN / "mypy")])
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
 
 
 def test_imports_keep_the_layering_and_have_no_cycles() -> None:

@@ -209,7 +209,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
             status = "error" if report.when == "setup" else "fail"
         else:
             status = "pass"
-        results.add_check({"id": check_id(item), "name": item.originalname, "tier": _tier_of(item),
+        name = getattr(item, "originalname", item.name)
+        results.add_check({"id": check_id(item), "name": name, "tier": _tier_of(item),
                            "needs_gpu": item.get_closest_marker("gpu") is not None,
                            "status": status, "code": code, "message": message, "hint": hint,
                            "duration_s": round(report.duration, 3)})

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from validation.checks.outcome import expect, fail_on_verdicts
+from validation.checks.outcome import expect, fail_on_verdicts, require
 from validation.judge import Verdict, judge_value
 
 pytestmark = [pytest.mark.quick, pytest.mark.gpu]
@@ -148,11 +148,11 @@ def test_hip_kernel_builds_and_checks_itself_on_every_gpu(torch_gpus: tuple, rec
     if hip_probe.pick_compiler() is None:
         pytest.skip("neither hipcc nor nvcc is on PATH; the HIP probe needs one of them")
     run = hip_probe.hip_probe()
-    expect(run.output is not None, "RF-TOOL-FAILED", f"HIP probe did not produce output: {run.reason}")
-    wrong = [f"gpu{g.gpu}: {g.result} {g.error or ''}".strip() for g in run.output.gpus if g.result != "ok"]
-    for g in run.output.gpus:
+    output = require(run.output, "RF-TOOL-FAILED", f"HIP probe did not produce output: {run.reason}")
+    wrong = [f"gpu{g.gpu}: {g.result} {g.error or ''}".strip() for g in output.gpus if g.result != "ok"]
+    for g in output.gpus:
         record("hip_probe_kernel_ms", f"gpu{g.gpu}", g.kernel_ms, "ms", higher_is_better=False,
-               status="pass" if g.result == "ok" else "fail", platform=run.output.platform)
-    expect(run.output.devices == len(torch_gpus), "RF-GPU-MISSING",
-           f"the HIP probe saw {run.output.devices} GPUs, PyTorch sees {len(torch_gpus)}")
+               status="pass" if g.result == "ok" else "fail", platform=output.platform)
+    expect(output.devices == len(torch_gpus), "RF-GPU-MISSING",
+           f"the HIP probe saw {output.devices} GPUs, PyTorch sees {len(torch_gpus)}")
     expect(not wrong, "RF-PROBE-WRONG-RESULT", "; ".join(wrong))

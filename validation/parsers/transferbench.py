@@ -281,7 +281,7 @@ def parse(text: str) -> TransferBenchResult:
         sources = {link.src for link in matrix.uni} | {src for src, _ in matrix.bidir} | {s for s, _ in matrix.missing}
         if not matrix.averages or len(sources) < len(matrix.endpoints):
             st.truncated = True
-    if st.summary is not None and (len(st.summary["rows"]) < len(st.summary["endpoints"])  # type: ignore[arg-type]
+    if st.summary is not None and (len(st.summary["rows"]) < len(st.summary["endpoints"])
                                    or not st.summary["totals"]):
         st.truncated = True
     tests = []

@@ -203,7 +203,9 @@ def resnet50_inference(
         torch.cuda.init()
         torch.cuda.reset_peak_memory_stats(device)
     with torch.no_grad(), _no_tf32() as tf32, _on(device):
-        net = copy.deepcopy(model).eval().to(device=device, dtype=tdtype, memory_format=torch.channels_last)
+        # Module.to takes memory_format at run time; torch's stubs do not list it
+        net = copy.deepcopy(model).eval().to(device=device, dtype=tdtype,
+                                             memory_format=torch.channels_last)  # type: ignore[call-overload]
         x = torch.randn(batch, 3, image_size, image_size, device=device, generator=_generator(device, seed + 1))
         x[:1] = reference.image.to(device)
         x = x.to(dtype=tdtype, memory_format=torch.channels_last)

@@ -157,7 +157,9 @@ def _gpu_order(name: str) -> tuple[str, int]:
 
 def run_workload(device: torch.device, w: Workload) -> tuple[float | None, float | None]:
     """(median, spread_pct) of the workload's probe on one device."""
-    kw = {"warmup": w.warmup, "repeats": w.repeats, "timeout_s": w.timeout_s, "target_sample_s": w.target_sample_s}
+    kw: dict[str, Any] = {"warmup": w.warmup, "repeats": w.repeats, "timeout_s": w.timeout_s,
+                          "target_sample_s": w.target_sample_s}
+    result: object
     if w.probe == "matmul":
         result = torch_probes.matmul_tflops(device, w.dtype, size=w.size, **kw)
         m = getattr(result, "tflops", None)
@@ -228,6 +230,10 @@ def run_together(groups: Sequence[Sequence[str]], w: Workload, *, workers: str =
     returns a figure per device in `groups` order. A worker that does not report in time gets
     error "no result within N s"."""
     parties = len(groups)
+    barrier: Any
+    done: Any
+    out: Any
+    starters: list[Any]
     if workers == "process":
         ctx = mp.get_context("spawn")
         barrier, done, out = ctx.Barrier(parties), ctx.Value("i", 0), ctx.Queue()
@@ -280,12 +286,12 @@ def scaling(w: Workload, devices: Sequence[str] | None = None, *, counts: Sequen
     devices = tuple(devices)
     if not devices:
         reason = "no GPU: PyTorch sees none (torch.cuda.is_available() is false)"
-        points = tuple(ScalingPoint(n_gpus=n, figures=(), aggregate=None, efficiency=None, reason=reason)
-                       for n in counts)
-        return ScalingResult(workload=w.name, unit=w.unit, solo=(), points=points, slow_threshold=slow_threshold,
+        none = tuple(ScalingPoint(n_gpus=n, figures=(), aggregate=None, efficiency=None, reason=reason)
+                     for n in counts)
+        return ScalingResult(workload=w.name, unit=w.unit, solo=(), points=none, slow_threshold=slow_threshold,
                              slow=())
     solo = run_together([devices], w, workers=workers, timeout_s=timeout_s)
-    points = []
+    points: list[ScalingPoint] = []
     for n in counts:
         if n > len(devices):
             points.append(ScalingPoint(n_gpus=n, figures=(), aggregate=None, efficiency=None,

@@ -516,7 +516,7 @@ def summarize(snapshots: Iterable[Snapshot], before: Snapshot | None = None,
             throttled_fraction=round(sum(throttle) / len(throttle), 6) if throttle else None,
             power_capped_fraction=round(sum(capped) / len(capped), 6) if capped else None,
             notes=tuple(notes),
-            **counters,  # type: ignore[arg-type]
+            **counters,
         )
     return out
 
@@ -599,13 +599,18 @@ def inventory_from_rocm_smi(text: str) -> tuple[GpuInventory, ...]:
                               bus_id=g.pci_bus) for g in record.gpus)
 
 
+def _nvidia_index(gpu: Any) -> int:
+    """The GPU's index: the `index` column where the query has one, else its position."""
+    index = _int(gpu.fields.get("index"))
+    return int(gpu.index) if index is None else index
+
+
 def inventory_from_nvidia_smi(text: str) -> tuple[GpuInventory, ...]:
     """`nvidia-smi --query-gpu=index,serial,vbios_version,pci.bus_id,uuid --format=csv,noheader`."""
     if not text.lstrip().startswith("$"):
         text = f"$ nvidia-smi --query-gpu={','.join(NVIDIA_INVENTORY_FIELDS)} --format=csv,noheader\n{text}"
     record = parsers.parse("nvidia-smi", text)
-    return tuple(GpuInventory(gpu=_int(g.fields.get("index")) if g.fields.get("index") else g.index,
-                              serial=g.serial, vbios_version=g.vbios_version, bus_id=g.bus_id,
+    return tuple(GpuInventory(gpu=_nvidia_index(g), serial=g.serial, vbios_version=g.vbios_version, bus_id=g.bus_id,
                               extra={"uuid": g.uuid} if g.uuid else {}) for g in record.gpus)
 
 

@@ -106,7 +106,7 @@ def sweep(
         per_op = [s / iterations for s in samples]
         nbytes = numel * buf.element_size()
         algbw = [nbytes / s / 1e9 for s in per_op]
-        kw = {"warmup": warmup, "repeats": repeats, "timed_out": timed_out}
+        kw: dict[str, Any] = {"warmup": warmup, "repeats": repeats, "timed_out": timed_out}
         points.append(
             AllReducePoint(
                 size_bytes=nbytes,

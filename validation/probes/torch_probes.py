@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -515,7 +516,7 @@ def pinned_copy_gb_s(
         on_device = torch.empty_like(reference)
         h2d = lambda: on_device.copy_(host, non_blocking=True)  # noqa: E731
         d2h = lambda: back.copy_(reference, non_blocking=True)  # noqa: E731
-        kw = {
+        kw: dict[str, Any] = {
             "warmup": warmup,
             "repeats": repeats,
             "timeout_s": timeout_s,
@@ -582,7 +583,7 @@ def peer_copy_matrix(
     )
 
 
-def _peer_copy(i: int, j: int, size_bytes: int, seed: int, kw: dict[str, float]) -> tuple[Measurement, bool]:
+def _peer_copy(i: int, j: int, size_bytes: int, seed: int, kw: dict[str, Any]) -> tuple[Measurement, bool]:
     src_dev, dst_dev = torch.device("cuda", i), torch.device("cuda", j)
     src = _random_int32(size_bytes // 4, src_dev, seed + i)
     dst = torch.zeros(src.numel(), dtype=torch.int32, device=dst_dev)

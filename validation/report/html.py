@@ -78,7 +78,7 @@ def check_rows(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
             row = rows.setdefault(key, {"key": key, "title": catalog.describe(key),
                                         "params": catalog.parameters(key), "cells": {}, "order": len(rows)})
             row["cells"][node["host"]] = check
-    files = {}
+    files: dict[str, int] = {}
     for row in rows.values():
         files.setdefault(row["key"].split("::")[0], row["order"])
     return sorted(rows.values(), key=lambda r: (files[r["key"].split("::")[0]], r["order"]))
