@@ -1,7 +1,8 @@
 """The pure judge: boundaries, directions, record-only, missing values, links, dips, codes.
 
-Thresholds are typed by hand from the reference (MI300X bf16 rand 581 × 0.95 = 551.95; TransferBench
-LIMIT_A2A 42 GB/s; Azure rocm-bandwidth-test 48 GB/s with a warn band up to 50.4 GB/s).
+Thresholds are typed by hand from the public sources the targets cite (MI300X bf16 rand 581 × 0.95 = 551.95,
+RVS gst_single.conf; TransferBench LIMIT_A2A 42 GB/s; Azure rocm-bandwidth-test 48 GB/s with a warn band
+up to 50.4 GB/s).
 """
 
 from __future__ import annotations
@@ -162,9 +163,9 @@ def test_one_weak_link_among_56_pairs_is_the_only_fail_and_is_named(mi300x):
     assert failed[0].subject == "gpu5 -> gpu2"
     assert failed[0].code == "RF-BW-XGMI-LOW"
     assert failed[0].reason == ("gpu5 -> gpu2 xgmi_pair_gb_s 31.0 GB/s < floor 42.0 GB/s (TransferBench "
-                                "healthcheck LIMIT_A2A (src/TransferBench.cpp RunHealthCheck @788840d0: "
-                                "(int)(45×0.95) = 42 GB/s per GPU pair, all-to-all, 8 CUs, 64 MiB, "
-                                "fine-grained memory) (validation.md §1.5))")
+                                "healthcheck LIMIT_A2A, https://github.com/ROCm/TransferBench/blob/788840d0/"
+                                "src/TransferBench.cpp RunHealthCheck ((int)(45×0.95) = 42 GB/s per GPU "
+                                "pair, all-to-all, 8 CUs, 64 MiB, fine-grained memory))")
     assert aggregate(verdicts) is Status.FAIL
 
 

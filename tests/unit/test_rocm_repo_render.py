@@ -2,9 +2,10 @@
 
 repo.radeon.com is unreachable here and no Ubuntu or RHEL host can run, so the role's own
 templates are rendered through ansible-playbook for hosts whose facts are injected through the
-fact cache. Expected files are typed from AMD's install documentation
-(reference/provisioning.md 2.2), not produced by the role. The facts are passed to the role's render entry point
-(rocm_repo_render_facts) instead of being gathered.
+fact cache. Expected files are typed from AMD's install documentation (ROCm/rocm-install-on-linux
+docs/install/install-methods/package-manager/package-manager-{ubuntu,rhel}.rst), not produced by the
+role. The facts are passed to the role's render entry point (rocm_repo_render_facts) instead of being
+gathered.
 """
 
 from __future__ import annotations

@@ -36,8 +36,10 @@ NO_RDMA = "no-rdma"
 ROCE_V2 = "RoCE v2"
 GID_TYPE = Target(
     metric="rdma_gid_type", value=ROCE_V2, unit="", direction=EQUAL,
-    source="RCCL over RoCE at the declared NCCL_IB_GID_INDEX (AMD multi-node RCCL example and CVS: index 3, "
-           "RoCE v2; provisioning.md env table); values per Documentation/ABI/stable/sysfs-class-infiniband")
+    source="RCCL over RoCE v2 at the declared NCCL_IB_GID_INDEX (AMD's multi-node RCCL example sets 3: "
+           "https://github.com/ROCm/ROCm/blob/e396b489/docs/how-to/rocm-for-ai/training/"
+           "prerequisite-system-validation.rst); GID types per the kernel's "
+           "https://www.kernel.org/doc/Documentation/ABI/stable/sysfs-class-infiniband")
 
 # argv: sysfs root ("" on a node), GID index, then DEVICE:PORT rails. One tab-separated line per rail.
 PROBE_SCRIPT = r"""

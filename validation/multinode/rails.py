@@ -12,8 +12,8 @@ tab-indented `key: value` lines) and the keys it needs; the many capability line
 passed over (GID lines are kept, not judged: no recorded real `-v` output with GIDs to build on).
 
 ib_write_bw per rail: one verdict per (node, rail) from the BW average at the largest message size.
-A target applies only where validation.md has one with a source (AMD acceptance, 400G NIC:
->= 390 Gb/s unidirectional, >= 770 Gb/s bidirectional); otherwise the rail is recorded only. In both
+A target applies only where a public source publishes one (AMD acceptance, 400G NIC:
+>= 390 Gb/s unidirectional, >= 770 Gb/s bidirectional; RAIL_BW_SOURCE); otherwise the rail is recorded only. In both
 cases a rail more than `peer_gap` (10 %) below the median of its peers is FAIL, naming node and
 rail: its peers are the node's other rails, and the same rail on the other nodes.
 GID consistency uses the `GID index` ib_write_bw prints for RoCE. The RoCE version at the declared
@@ -46,8 +46,8 @@ NOT_INSTALLED_RC = 127   # a command not found (sh, coreutils timeout)
 PROBE_TIMEOUT_S = 60
 PORT_STATE = Target(
     metric="rdma_port_state", value="PORT_ACTIVE", unit="state", direction=EQUAL,
-    source="AMD GPU operator Cluster Validation Framework phase 3 NIC health (rdma link, ibv_devinfo) "
-           "(validation.md §1.8)")
+    source="AMD GPU operator Cluster Validation Framework phase 3 NIC health (rdma link, ibv_devinfo), "
+           "https://github.com/ROCm/gpu-operator/blob/6df13c17/example/gpu-validation-cluster/README.md")
 
 _KEY = re.compile(r"^\s*(?P<key>[A-Za-z_]+|GID\[\s*\d+\]):\s*(?P<value>.*?)\s*$")
 _NUMBER_IN_PARENS = re.compile(r"^(?P<word>\S+)(?:\s+\(\d+\))?$")
@@ -216,8 +216,8 @@ def probe(spec: ClusterSpec, node: str, *, run: Callable[..., RawRun] = runner.r
 
 RAIL_BW_METRIC = "ib_write_bw_avg_gb_s"
 PEER_GAP = 0.10
-RAIL_BW_SOURCE = ("AMD acceptance, RDMA per 400G NIC: ib_write_bw >= 390 Gb/s unidir, >= 770 Gb/s bidir "
-                  "(docs/network/rdma-benchmarking.md; validation.md targets table)")
+RAIL_BW_SOURCE = ("AMD acceptance, RDMA per 400G NIC: ib_write_bw >= 390 Gb/s unidir, >= 770 Gb/s bidir, "
+                  "https://github.com/ROCm/system-acceptance-docs/blob/23e73127/docs/network/rdma-benchmarking.md")
 _RAIL_BW_TARGETS_GB_S = {(400, False): 390.0, (400, True): 770.0}
 PAIR_START_S = 2         # the server must be listening before the client connects
 PAIR_MARGIN_S = 30       # connection setup and the tool's own teardown, on top of the run time

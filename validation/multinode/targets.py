@@ -34,19 +34,21 @@ class MultinodeTarget:
 _PUBLISHED: dict[tuple[str, int, int], tuple[float, int, str, str]] = {
     ("mi300x", 2, 8): (
         304, 8 * GIB, IN_PLACE,
-        "AMD system acceptance docs/network/validation.md: RCCL all_reduce 2 nodes (16 GPUs) >= 304 GB/s "
-        "(validation.md §2.2); CVS pairwise_min_bw 300 GB/s and rccl_config.json '2 node' 330 @ 8 GiB are "
-        "the same order"),
+        "AMD system acceptance network validation, "
+        "https://github.com/ROCm/system-acceptance-docs/blob/23e73127/docs/network/validation.md "
+        "(RCCL all_reduce 2 nodes, 16 GPUs, >= 304 GB/s); CVS's expected 330 GB/s @ 8 GiB 'for 2 node "
+        "cluster' (https://github.com/ROCm/cvs/blob/dddd9143/cvs/input/config_file/rccl/rccl_config.json) "
+        "is the same order"),
     ("mi300x", 4, 8): (
         316, 8 * GIB, OUT_OF_PLACE,
-        "CVS input/health/mi300_config.json @ c74430cd (older CVS values): 4 nodes all_reduce "
-        "out-of-place 316 GB/s @ 8 GiB (validation.md §2.2)"),
+        "CVS's older config, https://github.com/ROCm/cvs/blob/c74430cd/input/health/mi300_config.json "
+        "(4 nodes all_reduce out-of-place 316 GB/s @ 8 GiB)"),
 }
 
 WRONG_TARGET = Target(
     metric=WRONG_METRIC, value=0, unit="count", direction=EQUAL,
-    source="CVS cvs/schema/rccl.py @dddd9143: any non-zero rccl-tests #wrong is 'SEVERE DATA CORRUPTION' "
-           "(validation.md §1.3)")
+    source="CVS RCCL schema, https://github.com/ROCm/cvs/blob/dddd9143/cvs/schema/rccl.py (any non-zero "
+           "rccl-tests #wrong is 'SEVERE DATA CORRUPTION')")
 
 
 def multinode_target(sku: str, nodes: int, gpus_per_node: int) -> MultinodeTarget:
@@ -60,6 +62,7 @@ def multinode_target(sku: str, nodes: int, gpus_per_node: int) -> MultinodeTarge
     known = ", ".join(f"{s} {n}x{g}" for s, n, g in sorted(_PUBLISHED))
     target = Target(metric=METRIC, value=None, unit="GB/s", record_only=True,
                     source=f"no published multi-node number for {sku} at {nodes} nodes x {gpus_per_node} GPUs "
-                           f"(published: {known}; validation.md §2.2)")
+                           f"(published: {known}; each published row names its source in "
+                           f"validation/multinode/targets.py)")
     return MultinodeTarget(target=target, size_bytes=8 * GIB, place=IN_PLACE, nodes=nodes,
                            gpus_per_node=gpus_per_node)

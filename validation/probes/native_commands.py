@@ -3,11 +3,12 @@ MIOpenDriver conv layers and rccl-tests collectives. Pure: a case and options in
 
 The GEMM cases copy the shapes behind the MI300X targets (validation/targets/data/mi300x.yaml):
 
-- RVS GST `rvs/conf/MI300X/gst_single.conf` (ROCm/ROCmValidationSuite @6d2e13f3): fp8/fp16/bf16 at
-  m=4864 n=4096 k=8192, lda=ldb=8320, ldc=ldd=4992, transa=1 transb=0, `matrix_init` rand or trig,
+- RVS GST (https://github.com/ROCm/ROCmValidationSuite/blob/6d2e13f3/rvs/conf/MI300X/gst_single.conf)
+  fp8/fp16/bf16 at m=4864 n=4096 k=8192, lda=ldb=8320, ldc=ldd=4992, transa=1 transb=0, `matrix_init` rand or trig,
   hot_calls 1000; SGEMM 3072³ and DGEMM 8192³ (lda=ldb=ldc=n), rand and trig.
-- AMD system acceptance `docs/gpus/mi300x.md` (ROCm/system-acceptance-docs): the three rocblas-bench
-  commands (FP32 4000³, "BF16" = fp16-in/fp32-out strided batched, INT8 strided batched), verbatim.
+- AMD system acceptance (https://github.com/ROCm/system-acceptance-docs/blob/23e73127/docs/gpus/mi300x.md):
+  the three rocblas-bench commands (FP32 4000³, "BF16" = fp16-in/fp32-out strided batched, INT8 strided
+  batched), verbatim.
 
 RVS "rand" is "random integer" (the conf's own comment) -> `--initialization rand_int`; "trig" ->
 `trig_float`. Both benches take `--device N`; MIOpenDriver has none and always uses device 0 of
@@ -75,8 +76,9 @@ GST_GEMM_CASES: tuple[GemmCase, ...] = (
     *(_square("fp64", init, 8192, 100, 10, "gemm_fp64_tflops") for init in ("rand", "trig")),
 )
 
-# AMD system acceptance docs/gpus/mi300x.md, the rocBLAS GEMM benchmarks, verbatim (no -i/-j:
-# rocblas-bench's defaults). The "BF16" card runs `--a_type h` (fp16 in, fp32 out).
+# AMD system acceptance https://github.com/ROCm/system-acceptance-docs/blob/23e73127/docs/gpus/mi300x.md,
+# the rocBLAS GEMM benchmarks, verbatim (no -i/-j: rocblas-bench's defaults). The "BF16" card runs
+# `--a_type h` (fp16 in, fp32 out).
 ROCBLAS_ACCEPTANCE: dict[str, tuple[str, ...]] = {
     "rocblas_sgemm_4000_tflops": (
         "-f", "gemm", "-r", "s", "-m", "4000", "-n", "4000", "-k", "4000",
