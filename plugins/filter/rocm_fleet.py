@@ -43,7 +43,7 @@ def trusted_key(material: str, pinned: list[str]) -> dict:
     """{'armored': what to write, 'fingerprints': [...], 'problem': ''}, or the reason to refuse in 'problem'.
 
     Every key in the downloaded material must be pinned; the text to write is rebuilt from the
-    verified keys (validation/openpgp.trusted_keys), never the download itself.
+    verified keys (trusted_keys in validation/openpgp.py), never the download itself.
     """
     try:
         armored = openpgp.trusted_keys(material, pinned)

@@ -2,7 +2,7 @@
 
 Markdown links must resolve to a file of this repository; no tracked file may cite a path outside
 it (`../shared/...`, the project's working folders), which a user of the repository cannot open.
-What a user reads (validation/, docs/, roles/, playbooks/, inventories/, README.md) must not cite a
+What a user reads (validation/, docs/, roles/, playbooks/, plugins/, inventories/, README.md) must not cite a
 private document by its bare name (`validation.md §2.2`, `provisioning.md`, a `§` section with no
 document), and every repository path it cites must exist (with its `#anchor`, for Markdown).
 Verbatim tool outputs and recorded logs are evidence, not citations, and are not read here.
@@ -30,7 +30,7 @@ PRIVATE = re.compile(
     re.IGNORECASE)
 TEXT = (".md", ".py", ".yml", ".yaml", ".j2", ".cfg", ".toml", ".sh", ".ini")
 EVIDENCE = ("tests/fixtures/real/", "tests/fixtures/derived/", "docs/measurements/")
-USER_FACING = ("validation", "docs", "roles", "playbooks", "inventories", "README.md")
+USER_FACING = ("validation", "docs", "roles", "playbooks", "plugins", "inventories", "README.md")
 # A repository path as text cites it: a top-level folder of this repository, then a file name with
 # an extension (or a folder, ending in /), not inside a URL or a longer path; `#anchor` optional.
 REPO_PATH = re.compile(
