@@ -1,8 +1,8 @@
 """Every real fixture of a judged tool, classified for issue 15's "no false FAIL on healthy real
 outputs": healthy and complete against its own SKU, cut by its author, without a judged number, the
 one exception, or no profile / refused. The SKU and GPU count of each come from its SOURCES.md row
-(tests/fixtures/real/<tool>/). Used by tests/unit/test_healthy_fixtures.py and
-tests/unit/test_judge_truncation_fuzz.py."""
+(tests/fixtures/real/<tool>/). Used by tests/unit/judge/test_healthy_fixtures.py and
+tests/unit/judge/test_judge_truncation_fuzz.py."""
 
 from __future__ import annotations
 
