@@ -8,9 +8,10 @@ interleaved (A B C A B C ...), so that a busy moment of this shared machine fall
 alike. A variant is this tree with a `--jobs` value (0 = the default, every CPU lent), or the
 `validation` package of an earlier commit (`--before COMMIT`: `git archive COMMIT validation`,
 run with the same interpreter). Reported per variant: every repeat's seconds and their median,
-the peak resident memory of the report process and, apart, of the processes it started (forked
-readers and writers share their parent's pages until they write to them, so the two are not a
-sum), and whether the planted slow GPU (node0042/gpu3, 20 % low) is the only GPU named: the
+the CPU seconds of the report process and its children (less sensitive than wall time to other
+work on a shared machine), the peak resident memory of the report process and, apart, of the
+processes it started (forked readers and writers share their parent's pages until they write to
+them, so the two are not a sum), and whether the planted slow GPU (node0042/gpu3, 20 % low) is the only GPU named: the
 values are normal noise around round numbers, so any other name is a false alarm. The load
 average is printed before and after.
 """
@@ -44,8 +45,10 @@ with contextlib.redirect_stdout(out):
     rc = main(sys.argv[1:])
 seconds = time.perf_counter() - start
 usage = lambda who: resource.getrusage(who).ru_maxrss / 1024
+cpu = lambda who: resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
 print(json.dumps({"rc": rc, "seconds": seconds, "rss_mb": usage(resource.RUSAGE_SELF),
-                  "children_rss_mb": usage(resource.RUSAGE_CHILDREN), "report": json.loads(out.getvalue())}))
+                  "children_rss_mb": usage(resource.RUSAGE_CHILDREN), "report": json.loads(out.getvalue()),
+                  "cpu_s": cpu(resource.RUSAGE_SELF) + cpu(resource.RUSAGE_CHILDREN)}))
 """
 
 
@@ -106,15 +109,17 @@ def main() -> int:
             for name, tree, jobs in variants:
                 outcome = run_once(tree, results, work / f"out-{len(runs[name])}", jobs)
                 runs[name].append(outcome)
-                print(f"  repeat {repeat + 1} {name}: {outcome['seconds']:.2f} s, {outcome['rss_mb']:.0f} MB "
+                print(f"  repeat {repeat + 1} {name}: {outcome['seconds']:.2f} s ({outcome['cpu_s']:.2f} CPU-s), "
+                      f"{outcome['rss_mb']:.0f} MB "
                       f"(+ children {outcome['children_rss_mb']:.0f} MB)", flush=True)
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        print("\n| variant | seconds per repeat | median | peak memory, report process | peak, its children | "
-              "exit | GPUs named |\n|---|---|---|---|---|---|---|")
+        print("\n| variant | seconds per repeat | median | CPU-s (median, with children) | peak memory, report process "
+              "| peak, its children | exit | GPUs named |\n|---|---|---|---|---|---|---|---|")
         for name, outcomes in runs.items():
             seconds = [o["seconds"] for o in outcomes]
             names = {tuple(named(o["report"])) for o in outcomes}
             print(f"| {name} | {', '.join(f'{s:.2f}' for s in seconds)} | {statistics.median(seconds):.2f} s | "
+                  f"{statistics.median(o['cpu_s'] for o in outcomes):.2f} | "
                   f"{max(o['rss_mb'] for o in outcomes):.0f} MB | "
                   f"{max(o['children_rss_mb'] for o in outcomes):.0f} MB | "
                   f"{sorted({o['rc'] for o in outcomes})} | {'; '.join(', '.join(n) for n in names)} |")
