@@ -76,11 +76,17 @@ def measurements(nodes: Iterable[Mapping[str, Any]]) -> dict[str, list[tuple[Mem
 
 
 def summarize(nodes: Sequence[Mapping[str, Any]], *, floor: float | None = None,
-              verdicts: Sequence[peers.PeerVerdict] | None = None) -> list[MetricSummary]:
+              verdicts: Sequence[peers.PeerVerdict] | None = None,
+              batch: peers.Batch | None = None) -> list[MetricSummary]:
     """One summary per SKU and metric; outliers are the batch verdicts' failures (`verdicts`, when
-    the caller already has them from peers.judge_batch)."""
+    the caller already has them from peers.judge_batch). `batch`: the nodes' numbers, where the
+    caller gathered them already (a fleet report keeps no measurement entries); `nodes` then only
+    name each node's SKU and give the order."""
+    order = None if batch is None else [str(n["host"]) for n in nodes]
+    if batch is None:
+        batch = peers.Batch.of(nodes)
     if verdicts is None:
-        verdicts = peers.judge_batch(nodes, floor=floor)
+        verdicts = batch.judge(floor=floor, order=order)
     failures: dict[str, list[peers.PeerVerdict]] = defaultdict(list)
     judged: dict[str, str] = {}
     for v in verdicts:
@@ -89,21 +95,14 @@ def summarize(nodes: Sequence[Mapping[str, Any]], *, floor: float | None = None,
         judged.setdefault(v.metric, "judged" if v.status is not Status.SKIP else v.reason)
     sku_of = {str(n["host"]): peers.sku_of(n) for n in nodes}
     out = []
-    for metric, rows in sorted(measurements(nodes).items()):
-        by_sku: dict[str, list[tuple[Member, Mapping[str, Any]]]] = defaultdict(list)
-        for member, entry in rows:
-            by_sku[sku_of.get(member.node, "")].append((member, entry))
-        for sku, members in sorted(by_sku.items()):
-            first = members[0][1]
-            values = [m.value for m, _ in members]
-            bad = [(Member(node=v.node, subject=v.subject, value=float(v.measured or 0.0)), float(v.gap or 0.0))
-                   for v in failures.get(metric, []) if sku_of.get(v.node) == sku]
-            out.append(MetricSummary(
-                metric=metric, sku=sku, unit=str(first.get("unit", "")),
-                higher_is_better=bool(first.get("higher_is_better", True)), count=len(values),
-                p50=statistics.median(values), minimum=min(values), maximum=max(values),
-                baseline=statistics.median(values), outliers=tuple(bad),
-                judged=judged.get(metric, "not a throughput or latency: no batch verdict")))
+    for metric, sku, unit, higher, values in batch.values(order=order):
+        median = statistics.median(values)
+        bad = [(Member(node=v.node, subject=v.subject, value=float(v.measured or 0.0)), float(v.gap or 0.0))
+               for v in failures.get(metric, []) if sku_of.get(v.node) == sku]
+        out.append(MetricSummary(
+            metric=metric, sku=sku, unit=unit, higher_is_better=higher, count=len(values),
+            p50=median, minimum=min(values), maximum=max(values), baseline=median, outliers=tuple(bad),
+            judged=judged.get(metric, "not a throughput or latency: no batch verdict")))
     return out
 
 

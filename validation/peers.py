@@ -28,11 +28,15 @@ memory sizes), are recorded with the reason instead.
 
 from __future__ import annotations
 
+import bisect
 import functools
+import operator
 import statistics
+from array import array
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import compress, groupby, pairwise, repeat
 from typing import Any
 
 from validation.codes import CODES
@@ -51,6 +55,10 @@ class Family:
     floor: float          # the smallest gap that fails, as a fraction
     basis: str
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Unpickled (from a reading process) as the same object: families are compared by identity."""
+        return _family_named, (self.name,)
+
 
 THROUGHPUT = Family(name="throughput", floor=0.05, basis=(
     "SuperBench rule set: more than 5 % below baseline is defective for GEMM, memory bandwidth, GPU copy, "
@@ -58,6 +66,12 @@ THROUGHPUT = Family(name="throughput", floor=0.05, basis=(
 LATENCY = Family(name="latency", floor=0.10, basis=(
     "SuperBench rule set: kernel-launch latency more than 10 % above baseline is defective "
     "(microsoft/superbench-results v0.4.0/Azure-NDv4-A100/rule.yaml)"))
+
+
+def _family_named(name: str) -> Family:
+    return {THROUGHPUT.name: THROUGHPUT, LATENCY.name: LATENCY}[name]
+
+
 _FAMILY_BY_UNIT = {
     **dict.fromkeys(("TFLOPS", "GFLOPS", "TOPS", "GOPS", "GB/s", "Gb/s", "MB/s", "images/s"), THROUGHPUT),
     **dict.fromkeys(("ms", "us", "µs"), LATENCY),
@@ -127,12 +141,17 @@ class Spread:
 
 def allowed_gap(members: Sequence[Member], family: Family, floor: float | None = None) -> Spread:
     """The median of the clean members and the gap allowed below (or above) it, with the reason."""
-    values = [m.value for m in members if m.clean]
-    med = statistics.median(values)
-    mad = statistics.median(abs(v - med) for v in values)
+    return _spread([m.value for m in members if m.clean],
+                   [m.spread_pct for m in members if m.clean and m.spread_pct is not None], family, floor)
+
+
+def _spread(values: list[float], spreads: list[float], family: Family, floor: float | None) -> Spread:
+    """allowed_gap over the clean members' values and their recorded spreads."""
+    ordered = sorted(values)
+    med = statistics.median(ordered)
+    mad = statistics.median(_deviations(ordered, med))
     z = max(Z_LIMIT, statistics.NormalDist().inv_cdf(1 - FAMILY_ALPHA / len(values)))
     robust = z * MAD_TO_SIGMA * mad / abs(med) if med else 0.0
-    spreads = [m.spread_pct for m in members if m.clean and m.spread_pct is not None]
     noise = statistics.median(spreads) / 100 if spreads else 0.0
     base = family.floor if floor is None else floor
     allowed = max(base, robust, noise)
@@ -143,6 +162,15 @@ def allowed_gap(members: Sequence[Member], family: Family, floor: float | None =
     else:
         why = f"the probe's measured spread ({noise:.1%})"
     return Spread(median=med, allowed=allowed, why=why)
+
+
+def _deviations(ordered: list[float], med: float) -> list[float]:
+    """|v - med| for every v of `ordered` (sorted), sorted: the values below the median give med - v
+    (the same float: rounding is symmetric) in rising order when walked backwards, those from it
+    v - med, so sorting joins two rising runs in one pass instead of sorting a million numbers."""
+    below = bisect.bisect_left(ordered, med)
+    return sorted([*map(operator.sub, repeat(med), reversed(ordered[:below])),
+                   *map(operator.sub, ordered[below:], repeat(med))])
 
 
 def gap_of(value: float, median: float, family: Family) -> float:
@@ -157,39 +185,95 @@ def worse_text(gap: float, family: Family, whose: str) -> str:
     return f"{gap:.1%} {side} {whose}"
 
 
+@dataclass(slots=True, kw_only=True)
+class Columns:
+    """A population's members column by column: member i is node hosts[owners[i]], subjects[i],
+    measured values[i], with spreads[i] (None = not recorded) and clean[i] (may stand in the
+    median). A batch of 10,000 eight-GPU nodes has over a million members; columns hold them in a
+    fraction of the memory of one object each."""
+
+    hosts: Sequence[str] = field(default_factory=list)
+    owners: Sequence[int] = field(default_factory=lambda: array("l"))
+    subjects: list[str] = field(default_factory=list)
+    values: array = field(default_factory=lambda: array("d"))
+    spreads: list[float | None] = field(default_factory=list)
+    clean: bytearray | bytes = field(default_factory=bytearray)
+
+    @classmethod
+    def of(cls, members: Iterable[Member]) -> Columns:
+        hosts: dict[str, int] = {}
+        out = cls()
+        for m in members:
+            out.owners.append(hosts.setdefault(m.node, len(hosts)))   # type: ignore[attr-defined]
+            out.subjects.append(m.subject)
+            out.values.append(m.value)
+            out.spreads.append(m.spread_pct)
+            out.clean.append(m.clean)                                  # type: ignore[union-attr]
+        out.hosts = list(hosts)
+        return out
+
+    def node(self, i: int) -> str:
+        return self.hosts[self.owners[i]]
+
+    def nodes(self) -> list[str]:
+        """The members' nodes, each once, sorted."""
+        return sorted({self.hosts[o] for o in set(self.owners)})
+
+
 def judge_members(metric: str, unit: str, members: Sequence[Member], family: Family, *, code: str, scope: str,
                   min_peers: int = MIN_PEERS, floor: float | None = None) -> list[PeerVerdict]:
     """Every member worse than allowed (FAIL), else one PASS for the metric; SKIP when too few."""
-    clean = [m for m in members if m.clean]
-    nodes = {m.node for m in members}
+    return judge_columns(metric, unit, Columns.of(members), family, code=code, scope=scope, min_peers=min_peers,
+                         floor=floor)
+
+
+def judge_columns(metric: str, unit: str, members: Columns, family: Family, *, code: str, scope: str,
+                  min_peers: int = MIN_PEERS, floor: float | None = None) -> list[PeerVerdict]:
+    """judge_members over a population held as columns."""
+    clean = list(compress(members.values, members.clean))
+    nodes = members.nodes()
     count = len(nodes) if code == BATCH else len(clean)
     what = "nodes" if code == BATCH else "members"
     if count < min_peers:
         return [PeerVerdict(status=Status.SKIP, metric=metric, node=n, subject="", measured=None, unit=unit,
                             median=None, gap=None, allowed=None, peers=count,
                             reason=f"record only: {metric} has {count} {what} usable for {scope}; peer verdicts "
-                                   f"need at least {min_peers}") for n in sorted(nodes)]
-    spread = allowed_gap(members, family, floor)
+                                   f"need at least {min_peers}") for n in nodes]
+    spreads = members.spreads
+    recorded = [] if spreads.count(None) == len(spreads) else [
+        s for s, c in zip(spreads, members.clean, strict=True) if c and s is not None]
+    spread = _spread(clean, recorded, family, floor)
+    median, allowed = spread.median, spread.allowed
     out = []
-    for m in members:
-        gap = gap_of(m.value, spread.median, family)
-        if gap > spread.allowed:
-            busy = "" if m.clean else " (measured while busy or marked invalid)"
-            out.append(PeerVerdict(
-                status=Status.FAIL, metric=metric, node=m.node, subject=m.subject, measured=m.value, unit=unit,
-                median=spread.median, gap=gap, allowed=spread.allowed, peers=len(clean), code=code,
-                hint=CODES[code],
-                reason=(f"{m.subject} {metric} {m.value:.4g} {unit}{busy} is "
-                        f"{worse_text(gap, family, f'the median {spread.median:.4g} {unit} of {scope}')} "
-                        f"({len(clean)} values; allowed gap {spread.allowed:.1%}: {spread.why})")))
+    for i in _worse_than(members.values, median, allowed, family):
+        value = members.values[i]
+        gap = gap_of(value, median, family)
+        busy = "" if members.clean[i] else " (measured while busy or marked invalid)"
+        subject = members.subjects[i]
+        out.append(PeerVerdict(
+            status=Status.FAIL, metric=metric, node=members.node(i), subject=subject, measured=value, unit=unit,
+            median=median, gap=gap, allowed=allowed, peers=len(clean), code=code, hint=CODES[code],
+            reason=(f"{subject} {metric} {value:.4g} {unit}{busy} is "
+                    f"{worse_text(gap, family, f'the median {median:.4g} {unit} of {scope}')} "
+                    f"({len(clean)} values; allowed gap {allowed:.1%}: {spread.why})")))
     if not out:
-        for n in sorted(nodes):
-            out.append(PeerVerdict(
-                status=Status.PASS, metric=metric, node=n, subject="", measured=None, unit=unit,
-                median=spread.median, gap=None, allowed=spread.allowed, peers=len(clean),
-                reason=f"{metric}: every member within {spread.allowed:.1%} of the median {spread.median:.4g} "
-                       f"{unit} of {scope} ({len(clean)} values)"))
+        reason = (f"{metric}: every member within {allowed:.1%} of the median {median:.4g} {unit} of {scope} "
+                  f"({len(clean)} values)")
+        out = [PeerVerdict(status=Status.PASS, metric=metric, node=n, subject="", measured=None, unit=unit,
+                           median=median, gap=None, allowed=allowed, peers=len(clean), reason=reason) for n in nodes]
     return out
+
+
+def _worse_than(values: Sequence[float], median: float, allowed: float, family: Family) -> list[int]:
+    """Indexes of the values whose gap_of exceeds `allowed`: the same arithmetic, a column at a time."""
+    if not median:
+        return list(range(len(values))) if allowed < 0.0 else []       # every gap is 0.0
+    scale = abs(median)
+    if family is THROUGHPUT:      # (median - v) / |median| > allowed
+        gaps = map(operator.truediv, map(operator.sub, repeat(median), values), repeat(scale))
+    else:                         # (v - median) / |median| > allowed
+        gaps = map(operator.truediv, map(operator.sub, values, repeat(median)), repeat(scale))
+    return list(compress(range(len(values)), map(operator.gt, gaps, repeat(allowed))))
 
 
 def _members(node: str, entries: Iterable[Mapping[str, Any]], *,
@@ -235,18 +319,239 @@ def judge_batch(docs: Sequence[Mapping[str, Any]], *, min_nodes: int = MIN_PEERS
                 floor: float | None = None) -> list[PeerVerdict]:
     """Every member of every node against the median of the nodes of its SKU in the batch.
     Stand-in documents (a node that delivered nothing) take no part."""
-    by_metric: dict[tuple[str, str], tuple[str, Family, list[Member]]] = {}
-    for doc in docs:
-        if doc.get("missing"):
-            continue
-        for metric, (unit, family, members) in _members(str(doc["host"]), doc.get("measurements") or (),
-                                                        node_level=True).items():
-            by_metric.setdefault((sku_of(doc), metric), (unit, family, []))[2].extend(members)
-    out: list[PeerVerdict] = []
-    for (sku, metric), (unit, family, members) in sorted(by_metric.items()):
-        out += judge_members(metric, unit, members, family, code=BATCH, scope=f"the batch's {sku} nodes",
-                             min_peers=min_nodes, floor=floor)
-    return out
+    return Batch.of(docs).judge(min_nodes=min_nodes, floor=floor)
+
+
+_NUMBERS = frozenset({int, float})
+
+
+def _last_of_each(metrics: Sequence[Any], subjects: Sequence[str], chosen: Iterable[int]) -> list[int]:
+    """The chosen indexes, one per (metric, subject): in the order each pair first appears, the
+    index of its last appearance (a subject measured twice in a run is one member: its last)."""
+    chosen = list(chosen)
+    pairs = zip(map(metrics.__getitem__, chosen), map(subjects.__getitem__, chosen), strict=True)
+    return list(dict(zip(pairs, chosen, strict=True)).values())
+
+
+def _clean(entries: list[dict[str, Any]], values: list[Any]) -> bytes | bytearray:
+    """Per numeric entry: may it stand in a median (usable)? Most entries carry neither flag."""
+    valid = list(map(dict.get, entries, repeat("valid")))
+    busy = list(map(dict.get, entries, repeat("measured_while_busy")))
+    if valid.count(None) == len(valid) and busy.count(None) == len(busy) and all(map(operator.eq, values, values)):
+        return b"\x01" * len(values)
+    return bytearray(map(all, zip(map(operator.eq, values, values),                  # not NaN
+                                  map(operator.is_not, valid, repeat(False)),       # absent = valid
+                                  map(operator.not_, busy), strict=True)))
+
+
+def _family_of_entry(metric: Any, unit: Any, higher: Any) -> Family | None:
+    """_family of an entry's metric, unit and higher_is_better as they stand in the entry."""
+    return _family(str(metric), str(unit), bool(higher))
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """Consecutive entries of one document that go to one population, in member order."""
+
+    metric: Any
+    indexes: tuple[int, ...]
+    subjects: tuple[str, ...]
+    head: tuple[str, Any]          # (unit, family) of a member run, (unit, higher_is_better) of a value run
+    span: slice | None             # the same indexes as a slice, where they are consecutive
+
+    @classmethod
+    def of(cls, metric: Any, indexes: list[int], subjects: tuple[str, ...], head: tuple[str, Any]) -> _Run:
+        first, last = indexes[0], indexes[-1]
+        span = slice(first, last + 1) if last - first + 1 == len(indexes) and indexes == sorted(indexes) else None
+        return cls(metric=metric, indexes=tuple(indexes), subjects=tuple(map(subjects.__getitem__, indexes)),
+                   head=head, span=span)
+
+    def take(self, column: Sequence[Any]) -> Iterable[Any]:
+        return column[self.span] if self.span is not None else map(column.__getitem__, self.indexes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Placement:
+    members: tuple[_Run, ...]
+    values: tuple[_Run, ...]
+
+
+@functools.lru_cache(maxsize=256)
+def _placement(labels: tuple[tuple[Any, ...], tuple[str, ...], tuple[Any, ...], tuple[Any, ...], bytes, bool]
+               ) -> _Placement:
+    """Where a document's numeric entries go, from their (metrics, subjects, units, higher_is_better,
+    usable flags) and whether the node takes part in batch verdicts (not a stand-in)."""
+    metrics, subjects, units, highers, clean, judged = labels
+    everything = range(len(metrics))
+    members: list[_Run] = []
+    if judged:
+        families = list(map(_family_of_entry, metrics, units, highers))
+        names = [m if m.__class__ is str else str(m) for m in metrics]
+        for metric, run in groupby(_last_of_each(names, subjects, compress(everything, families)),
+                                   key=names.__getitem__):
+            entries = list(run)
+            members.append(_Run.of(metric, entries, subjects, (str(units[entries[0]]), families[entries[0]])))
+    values = []
+    for metric, run in groupby(_last_of_each(metrics, subjects, compress(everything, clean)),
+                               key=metrics.__getitem__):
+        entries = list(run)
+        values.append(_Run.of(metric, entries, subjects, (str(units[entries[0]]), bool(highers[entries[0]]))))
+    return _Placement(members=tuple(members), values=tuple(values))
+
+
+def _spread_pct(spread: Any) -> float | None:
+    return float(spread) if isinstance(spread, (int, float)) else None
+
+
+@dataclass(slots=True)
+class _Gathered:
+    """One population's columns as the documents came, and each contributing document's first
+    entry's (unit, family or higher_is_better): the population takes the first node's."""
+
+    owners: array = field(default_factory=lambda: array("l"))     # index of the member's document
+    subjects: list[str] = field(default_factory=list)
+    values: array = field(default_factory=lambda: array("d"))
+    spreads: list[float | None] = field(default_factory=list)
+    clean: bytearray = field(default_factory=bytearray)
+    heads: list[tuple[int, str, Any]] = field(default_factory=list)
+
+
+class Batch:
+    """The numbers of a batch of nodes, gathered one node document at a time: per (SKU, metric)
+    the members that batch verdicts judge (judge_batch's rules: a (metric, subject) measured twice
+    on a node is one member, its last; busy or invalid members are judged but stay out of the
+    median; stand-in documents take no part), and per (metric, SKU) the usable values that fleet
+    summaries describe (validation/fleet.py). A fleet report reads thousands of documents, keeps
+    these columns and lets every document's measurement entries go.
+
+    Populations list their members node by node in the order the documents were added, or in
+    `order` (host names) where the caller lists its nodes otherwise."""
+
+    def __init__(self) -> None:
+        self.hosts: list[str] = []
+        self._members: dict[tuple[str, str], _Gathered] = {}       # (sku, metric)
+        self._values: dict[tuple[str, str], _Gathered] = {}        # (metric, sku): values and heads only
+        self._names: dict[str, str] = {}                           # one string per distinct subject
+
+    @classmethod
+    def of(cls, docs: Iterable[Mapping[str, Any]]) -> Batch:
+        batch = cls()
+        for doc in docs:
+            batch.add(doc)
+        return batch
+
+    def add(self, doc: Mapping[str, Any]) -> None:
+        """Gather one document's numbers, by the rules of _members and usable(): a member is an
+        entry with a numeric value and a family (by metric, unit, direction), the last of its
+        (metric, subject); a usable value is a number, not NaN, not marked invalid or busy, the
+        last usable one of its (metric, subject).
+
+        This runs for every measurement entry of a fleet (over a million at 10,000 nodes). Which
+        entry goes where depends only on the entries' labels (metric, subject, unit, direction,
+        usable or not), and the nodes of a fleet share a handful of label sequences; so the
+        placement is worked out once per sequence (_placement, cached) and each document only
+        has its columns read and its numbers copied."""
+        entries = list(doc.get("measurements") or ())
+        values = list(map(dict.get, entries, repeat("value")))
+        numeric = list(map(_NUMBERS.__contains__, map(type, values)))
+        if not all(numeric):
+            entries, values = list(compress(entries, numeric)), list(compress(values, numeric))
+        if not entries:
+            return
+        owner = len(self.hosts)
+        self.hosts.append(str(doc["host"]))
+        sku = sku_of(doc)
+        clean = _clean(entries, values)
+        labels = (tuple(map(operator.getitem, entries, repeat("metric"))),
+                  tuple(map(str, map(dict.get, entries, repeat("subject"), repeat("node")))),
+                  tuple(map(dict.get, entries, repeat("unit"), repeat(""))),
+                  tuple(map(dict.get, entries, repeat("higher_is_better"), repeat(True))),
+                  bytes(clean), not doc.get("missing"))
+        try:
+            placement = _placement(labels)
+        except TypeError:                  # a label that cannot be a cache key (not from a JSON document)
+            placement = _placement.__wrapped__(labels)
+        spreads = list(map(dict.get, entries, repeat("spread_pct")))
+        recorded = spreads.count(None) != len(spreads)
+        for run in placement.members:
+            cols = self._gathered(self._members, (sku, run.metric), owner, run.head)
+            cols.owners.extend(repeat(owner, len(run.subjects)))
+            cols.subjects.extend(run.subjects)
+            cols.values.extend(run.take(values))           # array("d") takes ints as float() does
+            cols.spreads.extend(map(_spread_pct, run.take(spreads)) if recorded else repeat(None, len(run.subjects)))
+            cols.clean.extend(run.take(clean))
+        for run in placement.values:
+            self._gathered(self._values, (run.metric, sku), owner, run.head).values.extend(run.take(values))
+
+    def extend(self, other: Batch) -> None:
+        """Add another batch's nodes after this one's (as if its documents had been added here)."""
+        shift = len(self.hosts)
+        self.hosts += other.hosts
+        for table, theirs in ((self._members, other._members), (self._values, other._values)):
+            for key, cols in theirs.items():
+                mine = table.get(key)
+                if mine is None:
+                    mine = table[key] = _Gathered()
+                mine.owners.extend(o + shift for o in cols.owners)
+                mine.subjects.extend(map(self._names.setdefault, cols.subjects, cols.subjects))
+                mine.values.extend(cols.values)
+                mine.spreads.extend(cols.spreads)
+                mine.clean.extend(cols.clean)
+                mine.heads.extend((o + shift, *rest) for o, *rest in cols.heads)
+
+    @staticmethod
+    def _gathered(table: dict[tuple[str, str], _Gathered], key: tuple[str, str], owner: int,
+                  head: tuple[str, Any]) -> _Gathered:
+        """The population `key`, with this document's head noted where it is its first contribution."""
+        cols = table.get(key)
+        if cols is None:
+            cols = table[key] = _Gathered()
+        if not cols.heads or cols.heads[-1][0] != owner:
+            cols.heads.append((owner, *head))
+        return cols
+
+    def judge(self, *, min_nodes: int = MIN_PEERS, floor: float | None = None,
+              order: Sequence[str] | None = None) -> list[PeerVerdict]:
+        """judge_batch over the gathered members."""
+        rank = self._rank(order)
+        out: list[PeerVerdict] = []
+        for (sku, metric), cols in sorted(self._members.items(), key=lambda kv: kv[0]):
+            _, unit, family = self._head(cols, rank)
+            out += judge_columns(metric, unit, self._columns(cols, rank), family, code=BATCH,
+                                 scope=f"the batch's {sku} nodes", min_peers=min_nodes, floor=floor)
+        return out
+
+    def values(self, order: Sequence[str] | None = None) -> Iterator[tuple[str, str, str, bool, array]]:
+        """(metric, sku, unit, higher_is_better, usable values) by metric and SKU; unit and direction
+        are the first node's."""
+        rank = self._rank(order)
+        for (metric, sku), cols in sorted(self._values.items(), key=lambda kv: kv[0]):
+            _, unit, higher = self._head(cols, rank)
+            yield metric, sku, unit, higher, cols.values
+
+    def _rank(self, order: Sequence[str] | None) -> dict[str, int] | None:
+        """Each host's place in `order`, or None where the documents already came in that order."""
+        if order is None:
+            return None
+        rank = {host: i for i, host in enumerate(order)}
+        places = [rank[host] for host in self.hosts]
+        return None if all(a < b for a, b in pairwise(places)) else rank
+
+    def _head(self, cols: _Gathered, rank: dict[str, int] | None) -> tuple[int, str, Any]:
+        return cols.heads[0] if rank is None else min(cols.heads, key=lambda h: rank[self.hosts[h[0]]])
+
+    def _columns(self, cols: _Gathered, rank: dict[str, int] | None) -> Columns:
+        hosts = self.hosts
+        if rank is None:
+            return Columns(hosts=hosts, owners=cols.owners, subjects=cols.subjects, values=cols.values,
+                           spreads=cols.spreads, clean=cols.clean)
+        places = [rank[hosts[o]] for o in cols.owners]
+        perm = sorted(range(len(places)), key=places.__getitem__)    # stable: a node's members keep their order
+        return Columns(hosts=hosts, owners=array("l", map(cols.owners.__getitem__, perm)),
+                       subjects=list(map(cols.subjects.__getitem__, perm)),
+                       values=array("d", map(cols.values.__getitem__, perm)),
+                       spreads=list(map(cols.spreads.__getitem__, perm)),
+                       clean=bytes(map(cols.clean.__getitem__, perm)))
 
 
 def by_node(verdicts: Iterable[PeerVerdict]) -> dict[str, list[PeerVerdict]]:

@@ -16,6 +16,10 @@ CHECKS_DIR = Path(__file__).resolve().parent
 _HOST_ID = r"(?:[a-z][a-z0-9+.-]*://(?:[^@\]/]*@)?)?"   # testinfra's backend prefix, ansible:// ssh://user@
 
 
+_BACKEND = re.compile(rf"{_HOST_ID}")
+_AFTER_HOST = re.compile(r"(?::\d+)?(?:-|$)")
+
+
 def check_key(check_id: str, host: str) -> str:
     """The check's id with the host's own parameter removed, so one check is one row whatever the
     host: 'f.py::t[ansible://n1-enabled]' on n1 -> 'f.py::t[enabled]'; 'f.py::t[local]' -> 'f.py::t'."""
@@ -23,10 +27,27 @@ def check_key(check_id: str, host: str) -> str:
     if not sep or not params.endswith("]"):
         return check_id
     params = params[:-1]
-    match = re.match(rf"^{_HOST_ID}(?:{re.escape(host)}|local)(?::\d+)?(?:-|$)", params)
-    if match:
-        params = params[match.end():]
+    end = _host_parameter_end(params, host)
+    if end is not None:
+        params = params[end:]
     return f"{head}[{params}]" if params else head
+
+
+def _host_parameter_end(params: str, host: str) -> int | None:
+    """Where `params` continues after a leading '[backend://[user@]](host|local)[:port]' and its
+    '-', or None: what one regex per host (_HOST_ID, then the host or 'local', a port, a '-' or the
+    end) would match, tried in the order re would try it (the longest backend prefix first), without
+    compiling a pattern per host, which for a report of thousands of hosts meant one per check."""
+    prefix = _BACKEND.match(params)
+    full = prefix.end() if prefix else 0
+    scheme = params.find("://", 0, full) + 3 if full else 0
+    for start in dict.fromkeys((full, scheme, 0)):          # backend with user@, without it, none at all
+        for name in (host, "local"):
+            if params.startswith(name, start):
+                after = _AFTER_HOST.match(params, start + len(name))
+                if after:
+                    return after.end()
+    return None
 
 
 @functools.cache

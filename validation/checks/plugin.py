@@ -47,6 +47,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rf-health-accept", action="store_true", default=False,
                     help="health mode: take the firmware found now as the node's recorded set (after a validation "
                     "passed on it)")
+    group.addoption("--rf-forks", metavar="N", type=int, default=16,
+                    help="with pytest-xdist's -n auto: check at most N hosts at once, one worker process each "
+                    "(default 16); a host's checks run one after another in its worker")
     group.addoption("--rf-baseline", metavar="FILE", default=None,
                     help="site baseline (rocm-fleet baseline create) to judge against; default: the spec's "
                     "validation_baseline")
@@ -59,6 +62,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "health: part of the health mode (`rocm-fleet health`): no load, seconds")
     config.addinivalue_line("markers", "destructive: changes host state; not run by default")
     config.stash[_RESULTS] = {}
+    if _is_xdist_worker(config) and config.option.hosts:
+        from validation.checks.xdist_hosts import take_inventory
+
+        take_inventory(config)
 
 
 def _is_check(item: pytest.Item) -> bool:
@@ -128,9 +135,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             name = node_name(host, session.config.getoption("--rf-node"))
             by_node.setdefault(name, []).append((item.nodeid, check_id(item), _tier_of(item)))
     previous = session.config.getoption("--rf-previous")
+    # A pytest-xdist worker runs only the hosts it is given (validation/checks/xdist_hosts.py): it
+    # writes and closes the progress files of those alone, each from its host's first check on.
     session.config.stash[_PROGRESS] = progress.start_book(
         Path(directory), by_node, tier=session.config.getoption("markexpr") or "all",
-        previous=Path(previous) if previous else None)
+        previous=Path(previous) if previous else None, only_started=_is_xdist_worker(session.config))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -141,6 +150,54 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     yield
     if book is not None:
         book.finish(item.nodeid)
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+_HOST_IDS = pytest.StashKey[list[str]]()
+
+
+def _host_ids(config: pytest.Config) -> list[str]:
+    """The hosts' pytest ids, resolved once per session (ansible:// groups through ansible-inventory)."""
+    if _HOST_IDS not in config.stash:
+        from validation.checks.xdist_hosts import host_ids
+
+        config.stash[_HOST_IDS] = host_ids(config)
+    return config.stash[_HOST_IDS]
+
+
+# pytest-xdist's hooks: optional, since nodes (which run one host, local://) do not install it.
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` with --hosts: a worker per host, at most --rf-forks; no worker at all (one
+    process, as without xdist) for a single host."""
+    if not config.option.hosts:
+        return None
+    workers = min(len(_host_ids(config)), config.getoption("--rf-forks"))
+    return workers if workers > 1 else 0
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With pytest-xdist and --hosts, a worker gets whole hosts: their checks run one after another
+    in one process, the hosts side by side (validation/checks/xdist_hosts.py)."""
+    if config.getoption("dist") == "each" or not config.option.hosts:
+        return None
+    from validation.checks.xdist_hosts import HostScheduling
+
+    return HostScheduling(config, log, ids=_host_ids(config))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """The controller hands each pytest-xdist worker the inventory it read once (ansible-inventory
+    costs about 2 CPU-seconds; every worker would run it again)."""
+    if node.config.option.hosts:
+        from validation.checks.xdist_hosts import share_inventory
+
+        share_inventory(node.config, node.workerinput)
 
 
 def node_name(host: Any, override: str | None = None) -> str:

@@ -137,6 +137,11 @@ class NodeProgress:
         self._current: tuple[PlannedCheck, float, str] | None = None
         self.state = "running"
 
+    def begin(self) -> None:
+        """The node's run starts now (a process that got the node after others: not at planning)."""
+        self._t0 = self._clock()
+        self._started_at = _iso(self._wall())
+
     def start(self, nodeid: str) -> None:
         check = self._by_id.get(nodeid)
         if check is not None:
@@ -206,14 +211,22 @@ class NodeProgress:
 
 
 class ProgressBook:
-    """Every node's progress in one session, addressed by pytest node id."""
+    """Every node's progress in one session, addressed by pytest node id.
 
-    def __init__(self, nodes: Iterable[NodeProgress]) -> None:
+    `only_started`: a process that runs some of the session's nodes (a pytest-xdist worker)
+    writes and closes only the nodes whose checks it started; another process owns the others."""
+
+    def __init__(self, nodes: Iterable[NodeProgress], *, only_started: bool = False) -> None:
         self.nodes = tuple(nodes)
         self._owner = {c.nodeid: n for n in self.nodes for c in n.checks}
+        self._only_started = only_started
+        self._started: set[str] = set()
 
     def start(self, nodeid: str) -> None:
         if (node := self._owner.get(nodeid)) is not None:
+            if self._only_started and node.node not in self._started:
+                node.begin()
+            self._started.add(node.node)
             node.start(nodeid)
 
     def report(self, nodeid: str, when: str, *, passed: bool, failed: bool) -> None:
@@ -228,12 +241,14 @@ class ProgressBook:
 
     def close(self) -> None:
         for node in self.nodes:
-            node.close()
+            if not self._only_started or node.node in self._started:
+                node.close()
 
 
 def start_book(results_dir: Path, checks_by_node: Mapping[str, list[tuple[str, str, str | None]]], *,
-               tier: str, previous: Path | None = None) -> ProgressBook:
-    """Plan every node's checks, write each node's first progress file, and return the book."""
+               tier: str, previous: Path | None = None, only_started: bool = False) -> ProgressBook:
+    """Plan every node's checks and return the book; each node's first progress file is written now,
+    or, with `only_started`, when its first check starts in this process."""
     results_dir.mkdir(parents=True, exist_ok=True)
     nodes = []
     for node, checks in checks_by_node.items():
@@ -241,9 +256,10 @@ def start_book(results_dir: Path, checks_by_node: Mapping[str, list[tuple[str, s
         durations = previous_durations(source, node) if source else {}
         progress = NodeProgress(progress_path(results_dir, node), node, tier=tier,
                                 checks=plan(checks, durations), previous=source)
-        progress.write()
+        if not only_started:
+            progress.write()
         nodes.append(progress)
-    return ProgressBook(nodes)
+    return ProgressBook(nodes, only_started=only_started)
 
 
 # ---- controller side: read the files, one line per node ----------------------------------------

@@ -60,18 +60,49 @@ def _on_gpu(verdict: Any, gpu: int | None) -> Any:
     return dataclasses.replace(verdict, subject=named, reason=verdict.reason.replace(subject, named, 1))
 
 
+def _installed(argv: list[str]) -> None:
+    binary = argv[0]
+    if runner.which(binary) is None:
+        pytest.skip(f"{binary} is not installed; it comes with {PACKAGES.get(binary, binary)}")
+
+
 def run_and_judge(tool: str, argv: list[str], targets: Any, record: Any, *, gpu: int | None = None,
                   env: dict[str, str] | None = None) -> None:
-    """Run, parse, judge, record; `gpu` names the device of a single-GPU tool run.
+    """Run, parse, judge, record (a node-wide tool: collectives, links, RVS)."""
+    _installed(argv)
+    judge_run(tool, argv, runner.run(argv, TIMEOUT_S[tool], env=env), targets, record, gpu=gpu)
+
+
+Command = Any  # (gpu) -> (argv, env or None)
+
+
+@pytest.fixture(scope="module")
+def gpu_runs() -> runner.PerGpuRuns:
+    """The node's per-GPU cases, each run on every GPU at once by the first check that needs it."""
+    return runner.PerGpuRuns()
+
+
+def run_on_every_gpu_and_judge(tool: str, case: str, command: Command, gpu: int, amd_node: int,
+                               gpu_runs: runner.PerGpuRuns, targets: Any, record: Any) -> None:
+    """This GPU's share of a case that runs on all the node's GPUs at once (one process per GPU,
+    started together by the case's first check; runner.PerGpuRuns), parsed, judged and recorded
+    for this GPU only."""
+    if gpu >= amd_node:
+        pytest.skip(f"spec declares {amd_node} GPUs")
+    argv, _ = command(gpu)
+    _installed(argv)
+    raw = gpu_runs.get((tool, case), gpu, range(amd_node), command, TIMEOUT_S[tool])
+    judge_run(tool, argv, raw, targets, record, gpu=gpu)
+
+
+def judge_run(tool: str, argv: list[str], raw: runner.RawRun, targets: Any, record: Any, *,
+              gpu: int | None = None) -> None:
+    """Parse, judge, record one finished run; `gpu` names the device of a single-GPU tool run.
 
     The argv becomes the record's command (where the parser found none), so the judge reads the
     collective, dtype, initialization and device from what was run. A non-zero exit is still parsed:
     MIOpenDriver exits non-zero when its verification fails, and that verdict names the layer.
     """
-    binary = argv[0]
-    if runner.which(binary) is None:
-        pytest.skip(f"{binary} is not installed; it comes with {PACKAGES.get(binary, binary)}")
-    raw = runner.run(argv, TIMEOUT_S[tool], env=env)
     if raw.timed_out:
         verdict = judge_timeout(f"{tool}_run", " ".join(argv), raw.seconds, targets)
         record(f"{tool}_run_seconds", "node", raw.seconds, "s", higher_is_better=False, status="timeout",
@@ -119,13 +150,13 @@ def test_rocm_bandwidth_test_where_transferbench_is_absent(amd_node: int, target
 
 
 @pytest.mark.parametrize("gpu", range(8))
-def test_babelstream_hbm_bandwidth_per_gpu(amd_node: int, targets: Any, record: Any, gpu: int) -> None:
+def test_babelstream_hbm_bandwidth_per_gpu(amd_node: int, gpu_runs: runner.PerGpuRuns, targets: Any, record: Any,
+                                           gpu: int) -> None:
     """Each GPU's HBM bandwidth (BabelStream) meets its target."""
     from validation.parsers import babelstream
 
-    if gpu >= amd_node:
-        pytest.skip(f"spec declares {amd_node} GPUs")
-    run_and_judge("babelstream", babelstream.argv(device=gpu, iterations=50), targets, record, gpu=gpu)
+    run_on_every_gpu_and_judge("babelstream", "triad", lambda g: (babelstream.argv(device=g, iterations=50), None),
+                               gpu, amd_node, gpu_runs, targets, record)
 
 
 RVS_CONF_DIRS = ("/opt/rocm/share/rocm-validation-suite/conf", "/opt/rocm/etc/rocm-validation-suite/conf")
@@ -153,30 +184,31 @@ def test_rccl_collective_bus_bandwidth_correctness_and_no_dip(amd_node: int, tar
 
 @pytest.mark.parametrize("case", native_commands.GST_GEMM_CASES, ids=lambda c: c.name)
 @pytest.mark.parametrize("gpu", GPUS, ids=lambda g: f"gpu{g}")
-def test_gemm_tflops_per_gpu_against_the_gst_targets(amd_node: int, targets: Any, record: Any, gpu: int,
-                                                     case: native_commands.GemmCase) -> None:
-    """The RVS GST shapes, dtypes and initializations through hipblaslt-bench / rocblas-bench."""
-    if gpu >= amd_node:
-        pytest.skip(f"spec declares {amd_node} GPUs")
-    run_and_judge(case.tool, native_commands.gemm_argv(case, device=gpu), targets, record, gpu=gpu)
+def test_gemm_tflops_per_gpu_against_the_gst_targets(amd_node: int, gpu_runs: runner.PerGpuRuns, targets: Any,
+                                                     record: Any, gpu: int, case: native_commands.GemmCase) -> None:
+    """The RVS GST shapes, dtypes and initializations through hipblaslt-bench / rocblas-bench, on
+    every GPU at once."""
+    run_on_every_gpu_and_judge(case.tool, case.name, lambda g: (native_commands.gemm_argv(case, device=g), None),
+                               gpu, amd_node, gpu_runs, targets, record)
 
 
 @pytest.mark.parametrize("metric", list(native_commands.ROCBLAS_ACCEPTANCE))
 @pytest.mark.parametrize("gpu", GPUS, ids=lambda g: f"gpu{g}")
-def test_rocblas_acceptance_gemm_per_gpu(amd_node: int, targets: Any, record: Any, gpu: int, metric: str) -> None:
-    """AMD's acceptance rocblas-bench commands (FP32 4000³, fp16 and int8 strided batched)."""
-    if gpu >= amd_node:
-        pytest.skip(f"spec declares {amd_node} GPUs")
-    run_and_judge("rocblas-bench", native_commands.rocblas_acceptance(metric, device=gpu), targets, record, gpu=gpu)
+def test_rocblas_acceptance_gemm_per_gpu(amd_node: int, gpu_runs: runner.PerGpuRuns, targets: Any, record: Any,
+                                        gpu: int, metric: str) -> None:
+    """AMD's acceptance rocblas-bench commands (FP32 4000³, fp16 and int8 strided batched), on every
+    GPU at once."""
+    run_on_every_gpu_and_judge("rocblas-bench", metric,
+                               lambda g: (native_commands.rocblas_acceptance(metric, device=g), None),
+                               gpu, amd_node, gpu_runs, targets, record)
 
 
 @pytest.mark.parametrize("layer", native_commands.CONV_LAYERS, ids=lambda layer: layer.name)
 @pytest.mark.parametrize("gpu", GPUS, ids=lambda g: f"gpu{g}")
-def test_miopen_conv_layer_verifies_and_is_timed_per_gpu(amd_node: int, targets: Any, record: Any, gpu: int,
-                                                         layer: ConvShape) -> None:
-    """MIOpenDriver fp16 forward + backward data + backward weights with -V 1 -t 1: a failed
-    verification fails the GPU; times and TFLOPS are recorded (no published target)."""
-    if gpu >= amd_node:
-        pytest.skip(f"spec declares {amd_node} GPUs")
-    run_and_judge("miopen-driver", native_commands.miopen_conv(layer), targets, record, gpu=gpu,
-                  env=native_commands.miopen_env(gpu))
+def test_miopen_conv_layer_verifies_and_is_timed_per_gpu(amd_node: int, gpu_runs: runner.PerGpuRuns, targets: Any,
+                                                         record: Any, gpu: int, layer: ConvShape) -> None:
+    """MIOpenDriver fp16 forward + backward data + backward weights with -V 1 -t 1, on every GPU at
+    once: a failed verification fails the GPU; times and TFLOPS are recorded (no published target)."""
+    run_on_every_gpu_and_judge("miopen-driver", layer.name,
+                               lambda g: (native_commands.miopen_conv(layer), native_commands.miopen_env(g)),
+                               gpu, amd_node, gpu_runs, targets, record)

@@ -1,4 +1,8 @@
-"""`rocm-fleet report RESULTS_DIR`: fleet summary with outliers (terminal, Markdown, HTML, JUnit, Prometheus)."""
+"""`rocm-fleet report RESULTS_DIR`: fleet summary with outliers (terminal, Markdown, HTML, JUnit, Prometheus).
+
+The documents are read once, on every CPU lent (validation/report/gather.py): their numbers are
+kept as columns and their Prometheus lines in a file, not their measurement entries. 10,000 nodes:
+docs/measurements/fleet-aggregation.md."""
 
 from __future__ import annotations
 
@@ -6,11 +10,12 @@ import argparse
 import json
 from pathlib import Path
 
-from validation import fleet, peers
+from validation import fleet
 from validation.commands import _push
 from validation.errors import RocmFleetError
 from validation.records import to_jsonable
-from validation.report import fleet_text, load_run, render_html, render_terminal
+from validation.report import fleet_text, forked, render_html, render_terminal
+from validation.report.gather import MAX_JOBS, gather
 from validation.report.load import with_missing
 
 
@@ -26,25 +31,32 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="nodes that were targeted: one without a results document is reported as a failure")
     p.add_argument("--unreachable", metavar="NODE", nargs="*", default=[],
                    help="nodes known to have become unreachable during the run (reported as such)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="processes that read the documents (default: the CPUs this process may use, at most "
+                        f"{MAX_JOBS}; 1 = read them here, one after another)")
     _push.add_arguments(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    nodes = with_missing(load_run(args.results), args.expect, args.unreachable)
-    if not nodes:
-        raise RocmFleetError(f"no per-node results in {args.results}; point at a directory written by "
-                             "`rocm-fleet validate` or playbooks/validate.yml")
-    floor = None if args.outlier_pct is None else args.outlier_pct / 100
-    verdicts = peers.judge_batch(nodes, floor=floor)
-    summaries = fleet.summarize(nodes, verdicts=verdicts)
-    nodes = fleet.with_batch_checks(nodes, verdicts=verdicts)
-    out = args.out or args.results
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "fleet.md").write_text(fleet_text.markdown(nodes, summaries))
-    (out / "fleet.prom").write_text(fleet_text.prometheus(nodes))
-    (out / "fleet-junit.xml").write_text(fleet_text.junit(nodes))
-    (out / "fleet.html").write_text(render_html(nodes, title=f"rocm-fleet fleet report ({len(nodes)} nodes)"))
+    with gather(args.results, jobs=args.jobs) as read:
+        nodes = with_missing(read.nodes, args.expect, args.unreachable)
+        if not nodes:
+            raise RocmFleetError(f"no per-node results in {args.results}; point at a directory written by "
+                                 "`rocm-fleet validate` or playbooks/validate.yml")
+        floor = None if args.outlier_pct is None else args.outlier_pct / 100
+        verdicts = read.batch.judge(floor=floor, order=[n["host"] for n in nodes])
+        summaries = fleet.summarize(nodes, verdicts=verdicts, batch=read.batch)
+        nodes = fleet.with_batch_checks(nodes, verdicts=verdicts)
+        out = args.out or args.results
+        out.mkdir(parents=True, exist_ok=True)
+        title = f"rocm-fleet fleet report ({len(nodes)} nodes)"
+        forked.run_all([      # the HTML page first: it takes longest, and goes to a forked process where there are CPUs
+            lambda: (out / "fleet.html").write_text(render_html(nodes, title=title)),
+            lambda: read.spool.write(out / "fleet.prom", nodes),
+            lambda: (out / "fleet-junit.xml").write_text(fleet_text.junit(nodes)),
+            lambda: (out / "fleet.md").write_text(fleet_text.markdown(nodes, summaries)),
+        ], jobs=read.jobs)
     statuses = [c["status"] for n in nodes for c in n["checks"]]
     failed = any(s in ("fail", "timeout", "error") for s in statuses) or not all(n.get("complete") for n in nodes)
     doc = {"schema_version": 1, "nodes": len(nodes), "failed": failed, "metrics": to_jsonable(summaries)}
@@ -62,3 +74,4 @@ def run(args: argparse.Namespace) -> int:
         if pushed and "error" not in pushed:
             print(f"pushed the summary to {pushed['url']}: HTTP {pushed['status_code']}")
     return _push.exit_code(pushed, 1 if failed else 0)
+

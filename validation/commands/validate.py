@@ -8,15 +8,23 @@ document per node (updated after every check), JUnit XML, and a self-contained H
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import importlib.metadata
+import importlib.util
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from validation.errors import RocmFleetError
 from validation.report import load_run, render_html, render_terminal
+
+# Hosts checked at once by default. A worker is one Python process (about 60 MB) that mostly waits on
+# its host's commands over SSH, so this is not tied to the controller's cores; 16 is twice
+# ansible's own forks default of 5 rounded up to what a 2-core controller runs without swapping.
+DEFAULT_FORKS = 16
 
 TIER_EXPR = {"smoke": "smoke", "quick": "smoke or quick", "acceptance": "smoke or quick or acceptance"}
 
@@ -32,6 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--node-name", default=None, help="name of this node in results for local:// runs")
     p.add_argument("--results", type=Path, default=None, help="results directory (default results/<UTC time>)")
     p.add_argument("--timeout", type=int, default=3600, help="seconds before the whole run is stopped")
+    p.add_argument("-f", "--forks", type=_forks, default=DEFAULT_FORKS, metavar="N",
+                   help=f"hosts (ansible://GROUP or a list of ssh:// hosts) checked at once, each in its own "
+                        f"pytest-xdist worker process (default {DEFAULT_FORKS}, never more than the hosts; 1 = one "
+                        "host after another in one process); a host's own checks always run one after another")
     p.add_argument("--no-gpu", action="store_true", help="leave out checks that need a GPU")
     p.add_argument("--strict", action="store_true", help="WARN counts as failure for the exit code")
     p.add_argument("--allow-busy", action="store_true",
@@ -76,7 +88,28 @@ def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
         argv.append("--rf-allow-busy")
     if args.baseline:
         argv.append(f"--rf-baseline={args.baseline.resolve()}")
+    argv += parallel_argv(args.hosts, args.forks)
     return argv
+
+
+def _forks(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--forks {text}: at least 1")
+    return value
+
+
+def parallel_argv(hosts: str, forks: int) -> list[str]:
+    """pytest's options to check `hosts` side by side: pytest-xdist with a worker per host, at most
+    `forks` (the plugin counts the hosts and hands each worker whole hosts: validation/checks/
+    plugin.py, xdist_hosts.py). None for local:// (one node, checked where it runs) or forks 1."""
+    if forks <= 1 or hosts.startswith("local://"):
+        return []
+    if importlib.util.find_spec("xdist") is None:
+        print("rocm-fleet: pytest-xdist is not installed; checking the hosts one after another "
+              "(pip install pytest-xdist to check them side by side)", file=sys.stderr)
+        return []
+    return ["-n", "auto", f"--rf-forks={forks}"]
 
 
 def check_inputs(args: argparse.Namespace) -> None:
@@ -93,6 +126,34 @@ def check_inputs(args: argparse.Namespace) -> None:
         raise RocmFleetError(f"--inventory {args.inventory}: no such file or directory")
 
 
+def _run_pytest(argv: list[str], env: dict[str, str], timeout_s: int) -> int:
+    """pytest's exit code. pytest runs in its own process group, so that on timeout it and every
+    process it started (pytest-xdist workers, ssh) are stopped together: TERM, then KILL; the run
+    counts as failed and its partial results are kept. Ctrl-C here is passed on to the group as
+    pytest's own Ctrl-C, which ends the run cleanly."""
+    proc = subprocess.Popen(argv, env=env, start_new_session=True)
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        print(f"rocm-fleet: validation stopped after {timeout_s} s; partial results kept", file=sys.stderr)
+        _stop_group(proc, (signal.SIGTERM, signal.SIGKILL))
+        return 1
+    except KeyboardInterrupt:
+        _stop_group(proc, (signal.SIGINT, signal.SIGTERM, signal.SIGKILL))
+        raise
+
+
+def _stop_group(proc: subprocess.Popen, signals: tuple[signal.Signals, ...], grace_s: float = 10.0) -> None:
+    for sig in signals:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=grace_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def run(args: argparse.Namespace) -> int:
     check_inputs(args)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -102,12 +163,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"rocm-fleet: running {args.tier} checks on {args.hosts}", file=sys.stderr)
     # testinfra's ansible backend calls ansible-inventory: find it beside this interpreter first
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    try:
-        proc = subprocess.run(argv, timeout=args.timeout, check=False, env=env)
-        rc = proc.returncode
-    except subprocess.TimeoutExpired:
-        print(f"rocm-fleet: validation stopped after {args.timeout} s; partial results kept", file=sys.stderr)
-        rc = 1
+    rc = _run_pytest(argv, env, args.timeout)
     nodes = load_run(results)
     (results / "report.html").write_text(render_html(nodes, title=f"rocm-fleet {args.tier} validation"))
     print(render_terminal(nodes))

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import logging
 import os
@@ -13,7 +14,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,3 +105,48 @@ def run(
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):  # the group ended between timeout and kill
         os.killpg(pid, signal.SIGKILL)
+
+
+def run_each(
+    commands: Mapping[Hashable, tuple[Sequence[str], Mapping[str, str] | None]],
+    timeout_s: float,
+) -> dict[Hashable, RawRun | ProbeError]:
+    """Run every command at once, each as `run()` does (its own process group, its own timeout),
+    and return each one's RawRun by its key (a GPU index), or the ProbeError of one that could
+    not start. One command hanging or failing changes nothing for the others: each is waited for
+    in its own thread (the processes do the work; the threads only wait on them)."""
+    if not commands:
+        return {}
+
+    def one(key: Hashable) -> RawRun | ProbeError:
+        argv, env = commands[key]
+        try:
+            return run(argv, timeout_s, env=env)
+        except ProbeError as exc:
+            return exc
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(commands)) as pool:
+        return dict(zip(commands, pool.map(one, commands), strict=True))
+
+
+class PerGpuRuns:
+    """One tool case run on every GPU at once, the first time any GPU's check asks for it.
+
+    A per-GPU check names its case (a hashable key), its GPU and how to build the command for any
+    GPU; the first check of a case starts it on every declared GPU together (`run_each`), and the
+    later checks of the case take their GPU's result from here. So the GPUs are measured side by
+    side, under the whole node's power and heat, and a case costs one run's time, not one per GPU.
+    Each GPU keeps its own result, exit status and timeout."""
+
+    def __init__(self, launch: Callable[..., Mapping[Hashable, RawRun | ProbeError]] = run_each) -> None:
+        self._launch = launch
+        self._done: dict[Hashable, Mapping[Hashable, RawRun | ProbeError]] = {}
+
+    def get(self, case: Hashable, gpu: int, gpus: Sequence[int],
+            command: Callable[[int], tuple[Sequence[str], Mapping[str, str] | None]], timeout_s: float) -> RawRun:
+        if case not in self._done:
+            self._done[case] = self._launch({g: command(g) for g in gpus}, timeout_s)
+        result = self._done[case][gpu]
+        if isinstance(result, ProbeError):
+            raise result
+        return result

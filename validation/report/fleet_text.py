@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import functools
+import io
+import locale
+import operator
 import re
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from itertools import chain, compress, repeat
+from pathlib import Path
+from typing import Any, BinaryIO, TextIO
 from xml.etree import ElementTree as ET
 
 from validation.fleet import Delta, MetricSummary
@@ -58,26 +64,146 @@ def _metric_name(name: str) -> str:
 STATUS_VALUE = {"pass": 0, "skip": 0, "warn": 1, "fail": 2, "timeout": 3, "error": 4}
 
 
+_CHECKS_HEAD = ("# HELP rocm_fleet_check_status 0 pass/skip, 1 warn, 2 fail, 3 timeout, 4 error\n"
+                "# TYPE rocm_fleet_check_status gauge\n")
+_MEASUREMENTS_HEAD = ("# HELP rocm_fleet_measurement measured value (unit in the label)\n"
+                      "# TYPE rocm_fleet_measurement gauge\n")
+_COMPLETE_HEAD = ("# HELP rocm_fleet_run_complete 1 when the node's run finished normally\n"
+                  "# TYPE rocm_fleet_run_complete gauge\n")
+
+
 def prometheus(nodes: list[dict[str, Any]]) -> str:
     """node_exporter textfile: check status (0 ok, 1 warn, 2 fail, 3 timeout, 4 error) and measurements."""
-    lines = ["# HELP rocm_fleet_check_status 0 pass/skip, 1 warn, 2 fail, 3 timeout, 4 error",
-             "# TYPE rocm_fleet_check_status gauge"]
+    out = io.StringIO()
+    write_prometheus(out, nodes, lambda node: measurement_lines(node["host"], node.get("measurements", [])))
+    return out.getvalue()
+
+
+def write_prometheus(out: TextIO | _Encoding, nodes: list[dict[str, Any]],
+                     measurements: Callable[[dict[str, Any]], str]) -> None:
+    """The textfile of `prometheus` written to `out`; `measurements(node)` gives a node's measurement
+    lines (measurement_lines, or the same text kept aside while its document was read)."""
+    out.write(_CHECKS_HEAD)
     for node in nodes:
-        for check in node["checks"]:
-            lines.append(f'rocm_fleet_check_status{{node="{label(node["host"])}",check="{label(check["id"])}"}} '
-                         f'{STATUS_VALUE.get(check["status"], 4)}')
-    lines += ["# HELP rocm_fleet_measurement measured value (unit in the label)",
-              "# TYPE rocm_fleet_measurement gauge"]
+        host = label(node["host"])
+        out.write("".join(f'rocm_fleet_check_status{{node="{host}",check="{label(check["id"])}"}} '
+                          f'{STATUS_VALUE.get(check["status"], 4)}\n' for check in node["checks"]))
+    out.write(_MEASUREMENTS_HEAD)
     for node in nodes:
-        for m in node.get("measurements", []):
-            if isinstance(m.get("value"), (int, float)):
-                labels = (f'node="{label(node["host"])}",metric="{_metric_name(m["metric"])}",'
-                          f'subject="{label(str(m.get("subject", "node")))}",unit="{label(str(m.get("unit", "")))}"')
-                lines.append(f"rocm_fleet_measurement{{{labels}}} {float(m['value'])!r}")
-    lines += ["# HELP rocm_fleet_run_complete 1 when the node's run finished normally",
-              "# TYPE rocm_fleet_run_complete gauge"]
-    lines += [f'rocm_fleet_run_complete{{node="{label(n["host"])}"}} {1 if n.get("complete") else 0}' for n in nodes]
-    return "\n".join(lines) + "\n"
+        out.write(measurements(node))
+    out.write(_COMPLETE_HEAD)
+    out.write("".join(f'rocm_fleet_run_complete{{node="{label(n["host"])}"}} {1 if n.get("complete") else 0}\n'
+                      for n in nodes))
+
+
+def measurement_lines(host: str, entries: Iterable[Mapping[str, Any]]) -> str:
+    """One node's rocm_fleet_measurement lines, each ending in a newline ("" when none is numeric).
+    A fleet has over a million of them; the nodes of a fleet share a handful of label sequences,
+    so each sequence's label text is made once (_label_parts, cached) and a node only adds its
+    name and its numbers."""
+    entries = list(entries)
+    values = list(map(dict.get, entries, repeat("value")))
+    numeric = list(map(isinstance, values, repeat((int, float))))
+    if not all(numeric):
+        entries, values = list(compress(entries, numeric)), list(compress(values, numeric))
+    labels = (tuple(map(operator.getitem, entries, repeat("metric"))),
+              tuple(map(dict.get, entries, repeat("subject"), repeat("node"))),
+              tuple(map(dict.get, entries, repeat("unit"), repeat(""))))
+    try:
+        parts = _label_parts(labels)
+    except TypeError:                # a label value that cannot be a cache key (not from a JSON document)
+        parts = _label_parts.__wrapped__(labels)
+    head = f'rocm_fleet_measurement{{node="{label(host)}",'
+    return "".join(chain.from_iterable(zip(repeat(head), parts, map(repr, map(float, values)), repeat("\n"))))
+
+
+@functools.lru_cache(maxsize=256)
+def _label_parts(labels: tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]) -> tuple[str, ...]:
+    """Per entry of a label sequence: the rest of its labels and the closing brace, up to the value."""
+    return tuple(f"{_labels_text(*key)}}} " for key in zip(*labels, strict=True))
+
+
+def _labels_text(metric: Any, subject: Any, unit: Any) -> str:
+    return f'metric="{_metric_name(metric)}",subject="{label(str(subject))}",unit="{label(str(unit))}"'
+
+
+class MeasurementSpool:
+    """Each node's measurement lines of fleet.prom, rendered while its document is read and kept in
+    a file, not in memory (at 10,000 nodes they are about 100 MB of text); `write` then writes the
+    textfile exactly as `prometheus` does, in the order of the nodes it is given.
+
+    A spool is written through one file (`path`, open while the spool is used as a context
+    manager) and can be pickled without it: a reader in another process fills its own spool, and
+    the report `extend`s its spool by it."""
+
+    def __init__(self, path: Path) -> None:
+        self._paths = [path]
+        self._where: dict[str, tuple[int, int, int]] = {}      # host -> (file, offset, length)
+        self._encoding = locale.getpreferredencoding(False)   # what Path.write_text would use
+        self._out: BinaryIO | None = None
+
+    def __enter__(self) -> MeasurementSpool:
+        self._out = self._paths[0].open("wb")
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_paths": self._paths, "_where": self._where, "_encoding": self._encoding, "_out": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def add(self, node: Mapping[str, Any]) -> None:
+        assert self._out is not None, "add() inside `with spool:`"
+        data = measurement_lines(node["host"], node.get("measurements", [])).encode(self._encoding)
+        self._where[node["host"]] = (0, self._out.tell(), len(data))
+        self._out.write(data)
+
+    def extend(self, other: MeasurementSpool) -> None:
+        """Take over another spool's nodes (its files stay where they are)."""
+        first = len(self._paths)
+        self._paths += other._paths
+        self._where.update({host: (first + f, at, n) for host, (f, at, n) in other._where.items()})
+
+    def write(self, path: Path, nodes: list[dict[str, Any]]) -> None:
+        sources = [p.open("rb") for p in self._paths]
+        try:
+            with path.open("wb") as raw:
+                def lines(node: dict[str, Any]) -> str:
+                    where = self._where.get(node["host"])
+                    if where is None:              # a stand-in for a node that delivered nothing
+                        return measurement_lines(node["host"], node.get("measurements", []))
+                    _copy_range(sources[where[0]], raw, where[1], where[2])
+                    return ""
+
+                write_prometheus(_Encoding(raw, self._encoding), nodes, lines)
+        finally:
+            for source in sources:
+                source.close()
+
+
+class _Encoding:
+    """Text written straight through to a binary file, encoded."""
+
+    def __init__(self, raw: BinaryIO, encoding: str) -> None:
+        self.raw, self.encoding = raw, encoding
+
+    def write(self, text: str) -> int:
+        return self.raw.write(text.encode(self.encoding))
+
+
+def _copy_range(source: BinaryIO, out: BinaryIO, offset: int, length: int) -> None:
+    source.seek(offset)
+    while length > 0:
+        block = source.read(min(length, 1 << 23))
+        if not block:
+            raise OSError(f"{source.name} ended {length} bytes short of what was spooled there")
+        out.write(block)
+        length -= len(block)
 
 
 def junit(nodes: list[dict[str, Any]]) -> str:

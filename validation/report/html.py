@@ -6,6 +6,7 @@ per-GPU grids and link heatmaps where something was measured, and every failure 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import jinja2
@@ -66,6 +67,7 @@ def measurement_tables(node: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 WIDE = 24  # above this many nodes the check table shows counts and failing nodes, not a column per node
+DETAIL_NODES = 64  # above this many nodes the page leaves out per-node measurement tables and heatmaps
 
 
 def check_rows(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -75,13 +77,24 @@ def check_rows(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for node in nodes:
         for check in node["checks"]:
             key = catalog.check_key(check["id"], node["host"])
-            row = rows.setdefault(key, {"key": key, "title": catalog.describe(key),
-                                        "params": catalog.parameters(key), "cells": {}, "order": len(rows)})
+            row = rows.get(key)
+            if row is None:           # described once per row, not once per node
+                row = rows[key] = {"key": key, "title": catalog.describe(key), "params": catalog.parameters(key),
+                                   "cells": {}, "order": len(rows)}
             row["cells"][node["host"]] = check
     files: dict[str, int] = {}
     for row in rows.values():
         files.setdefault(row["key"].split("::")[0], row["order"])
+        row["tally"] = tally(row["cells"].values())
+        row["failing"] = [host for host, check in row["cells"].items() if check["status"] in summary.FAILING]
     return sorted(rows.values(), key=lambda r: (files[r["key"].split("::")[0]], r["order"]))
+
+
+def tally(checks: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """How many checks passed, failed (fail, error, timeout) and were skipped."""
+    statuses = [c["status"] for c in checks]
+    return {"pass": statuses.count("pass"), "failing": sum(map(statuses.count, summary.FAILING)),
+            "skip": statuses.count("skip")}
 
 
 def failures(nodes: list[dict[str, Any]]) -> tuple[list[tuple[str, dict]], list[tuple[str, list[dict]]]]:
@@ -102,8 +115,9 @@ def render_html(nodes: list[dict[str, Any]], *, title: str) -> str:
     return _ENV.get_template("report.html.j2").render(
         title=title, nodes=nodes, node_status=node_status, overview=summary.overview(nodes),
         groups=summary.failure_groups(nodes), provenance=summary.provenance, rows=check_rows(nodes),
-        wide=len(nodes) > WIDE, describe=catalog.describe, check_key=catalog.check_key,
+        wide=len(nodes) > WIDE, detail=len(nodes) <= DETAIL_NODES, describe=catalog.describe,
+        check_key=catalog.check_key,
         expected=summary.expected_on_lab_host, lab_only=summary.only_lab_failures,
         heatmaps=heatmaps, measurement_tables=measurement_tables, scaling_tables=scaling_tables,
         row_aggregate=row_aggregate, failing=summary.FAILING, real_failures=real_failures,
-        lab_failures=lab_failures)
+        lab_failures=lab_failures, tally=tally)
