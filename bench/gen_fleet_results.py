@@ -1,6 +1,6 @@
 """Generate a synthetic N-node results set in the real per-node schema, for aggregation benchmarks.
 
-The documents are written by validation.checks.results.NodeResults (the writer the checks use),
+The documents are written by validation.results.node.NodeResults (the writer the checks use),
 so the schema is the real one. The VALUES ARE SYNTHETIC: random draws around round numbers,
 labelled `synthetic` in every document's provenance. They measure our aggregation speed only;
 they are not GPU measurements and must never be read as such.
@@ -14,7 +14,7 @@ import argparse
 import random
 from pathlib import Path
 
-from validation.checks.results import NodeResults
+from validation.results.node import NodeResults
 
 # metric, unit, higher_is_better, centre, relative spread, subjects per node
 METRICS = (

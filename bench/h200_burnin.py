@@ -27,9 +27,10 @@ from typing import Any
 
 import torch
 
+from validation import runner
 from validation.errors import ProbeError
 from validation.judge import Verdict
-from validation.probes import burnin, runner, telemetry, torch_probes
+from validation.probes import burnin, telemetry, torch_probes
 from validation.records import to_jsonable
 from validation.targets import load_targets
 

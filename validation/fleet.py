@@ -1,6 +1,6 @@
 """Fleet aggregation over per-node results: statistics, batch verdicts, and run-to-run comparison.
 
-Pure functions over the JSON documents that validation/checks/results.py writes. A measurement
+Pure functions over the JSON documents that validation/results/node.py writes. A measurement
 entry is {"metric", "subject", "value", "unit", "higher_is_better", "status", ...}; members of
 a metric's population are (node, subject) pairs, so one slow GPU is named, not averaged away.
 Numbers marked invalid or measured while their GPU was busy stay out of every statistic.

@@ -1,5 +1,5 @@
 """Judge every GPU and link against its peers: the node's own siblings, and the batch of nodes of
-the same SKU. Pure: measurement entries in (the dicts validation/checks/results.py writes), verdicts out.
+the same SKU. Pure: measurement entries in (the dicts validation/results/node.py writes), verdicts out.
 
 A member (one GPU, or one link, of one node) fails when it is worse than the median of its peers
 by more than the allowed gap, where

@@ -33,10 +33,10 @@ import yaml
 from ansible_run import ROOT, PlaybookRun, run_playbook
 from cluster_lab import cli, cluster_inventory, leftovers, mirror_only_play
 
+from validation import runner
 from validation.lab import Lab, default_lab_name
 from validation.multinode.inventory import load_cluster
 from validation.multinode.remote import ssh_argv, sweep
-from validation.probes import runner
 
 pytestmark = pytest.mark.lab
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from validation.checks.results import NodeResults
 from validation.idle import names_gpu
+from validation.results.node import NodeResults
 
 # The checks that look at the GPUs' activity or at the numbers, rather than measure.
 PREFLIGHT = "test_gpus_are_idle_before_measuring"

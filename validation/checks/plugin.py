@@ -7,18 +7,18 @@ tests that live in validation/checks/; other test suites are left alone.
 
 from __future__ import annotations
 
-import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from validation.checks import catalog, health, measuring, progress
+from validation.checks import health, measuring
 from validation.checks.facts import provenance
+from validation.checks.node import RESULTS, node_name, results_for
 from validation.checks.outcome import CheckFailure
-from validation.checks.results import NodeResults
 from validation.checks.targets_fixture import targets  # noqa: F401  (registers the fixture)
+from validation.results import catalog, progress
 from validation.spec import checks_spec, load_spec_file
 
 TIERS = {"smoke": "seconds", "quick": "minutes", "acceptance": "hours"}
@@ -61,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs an AMD or NVIDIA GPU on the node")
     config.addinivalue_line("markers", "health: part of the health mode (`rocm-fleet health`): no load, seconds")
     config.addinivalue_line("markers", "destructive: changes host state; not run by default")
-    config.stash[_RESULTS] = {}
+    config.stash[RESULTS] = {}
     if _is_xdist_worker(config) and config.option.hosts:
         from validation.checks.xdist_hosts import take_inventory
 
@@ -200,15 +200,6 @@ def pytest_configure_node(node: Any) -> None:
         share_inventory(node.config, node.workerinput)
 
 
-def node_name(host: Any, override: str | None = None) -> str:
-    """'ansible://rflab-1' -> 'rflab-1'; local -> --rf-node or this machine's host name."""
-    ident = host.backend.get_pytest_id()
-    name = ident.split("://", 1)[-1] if "://" in ident else ident
-    if name in ("", "local"):
-        return override or socket.gethostname()
-    return name
-
-
 @pytest.fixture(scope="module")
 def spec(host: Any, request: pytest.FixtureRequest) -> dict[str, Any]:
     """The host's declared state: role defaults overlaid with its spec file or inventory variables."""
@@ -222,20 +213,6 @@ def spec(host: Any, request: pytest.FixtureRequest) -> dict[str, Any]:
                 "(pytest: --rf-spec FILE), written by `rocm-fleet spec -i INVENTORY HOST > FILE` (or the "
                 "/etc/rocm-fleet/spec.yml that playbooks/validate.yml writes on each node), or run from the "
                 "controller with --hosts=ansible://GROUP")
-
-
-_RESULTS = pytest.StashKey[dict[str, NodeResults]]()
-
-
-def results_for(item: pytest.Item, name: str) -> NodeResults | None:
-    directory = item.config.getoption("--rf-results")
-    if not directory:
-        return None
-    store = item.config.stash[_RESULTS]
-    if name not in store:
-        store[name] = NodeResults(Path(directory), name, tier=item.config.getoption("markexpr") or "all",
-                                  argv=list(sys.argv))
-    return store[name]
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -352,7 +329,7 @@ def record(measuring_state: measuring.NodeMeasuring, request: pytest.FixtureRequ
 def pytest_sessionfinish(session: pytest.Session) -> None:
     for state in session.config.stash.get(_HEALTH, {}).values():
         state.save()
-    for results in session.config.stash.get(_RESULTS, {}).values():
+    for results in session.config.stash.get(RESULTS, {}).values():
         results.finish()
     book = session.config.stash.get(_PROGRESS, None)
     if book is not None:

@@ -18,6 +18,7 @@ import pytest
 from validation import baseline as site_baseline
 from validation.checks import discovery
 from validation.checks.facts import provenance
+from validation.checks.node import node_name, results_for
 from validation.targets import load_targets, select_sku
 from validation.targets.model import TargetProfile
 
@@ -50,9 +51,8 @@ def targets(host: Any, spec: dict, request: pytest.FixtureRequest) -> TargetProf
     profile = load_targets(sku, gpu_count=int(count) if count else None, partition=partition)
     facts = provenance(host, site_baseline.COMPARED_FACTS)
     from_baseline, notes = site_baseline.overrides(base, profile, node_facts=facts)
-    from validation.checks import plugin  # imported here: the plugin imports this module
 
-    results = plugin.results_for(request.node, plugin.node_name(host, request.config.getoption("--rf-node")))
+    results = results_for(request.node, node_name(host, request.config.getoption("--rf-node")))
     if results is not None:
         results.doc["provenance"]["baseline"] = {
             "name": base.get("name"), "created_at": base.get("created_at"),

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from validation import extract, parsers
+from validation import extract, parsers, runner
 from validation.checks.outcome import CheckFailure, expect
 from validation.errors import ParseError
 from validation.judge import judge_timeout
-from validation.probes import native_commands, runner
+from validation.probes import native_commands
 from validation.probes.conv_shapes import ConvShape
 from validation.records import FAILING
 from validation.spec import gpu_vendor

@@ -35,8 +35,8 @@ from validation.multinode.inventory import load_cluster
 from validation.multinode.model import ClusterSpec
 from validation.multinode.remote import LaunchResult, launch
 from validation.multinode.targets import multinode_target
-from validation.probes.runner import RawRun
 from validation.records import FAILING, Status, to_jsonable, worst
+from validation.runner import RawRun
 
 SMOKE_PROGRAM = "rocm_fleet_mpi_smoke.py"
 SMOKE_PREFIX = "rocm-fleet-mpi-smoke: "

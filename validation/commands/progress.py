@@ -11,9 +11,9 @@ import argparse
 import json
 from pathlib import Path
 
-from validation.checks import progress
 from validation.errors import RocmFleetError
 from validation.records import to_jsonable
+from validation.results import progress
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -21,14 +21,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from validation import runner
 from validation.codes import CODES
 from validation.judge import Verdict, judge_target
 from validation.multinode.model import ClusterSpec
 from validation.multinode.rails import split_rail
 from validation.multinode.remote import ssh_argv
-from validation.probes import runner
-from validation.probes.runner import RawRun
 from validation.records import Status
+from validation.runner import RawRun
 from validation.targets.model import EQUAL, Target
 
 PROBE_TIMEOUT_S = 30

@@ -37,15 +37,15 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 
+from validation import runner
 from validation.codes import CODES
 from validation.judge import Verdict
 from validation.multinode import remote
 from validation.multinode.launch import MARKER_VAR
 from validation.multinode.model import ClusterError, ClusterSpec
 from validation.multinode.rails import DEFAULT_TCP_PORT, NOT_INSTALLED_RC, PAIR_START_S, rail_pair_argv
-from validation.probes import runner
-from validation.probes.runner import RawRun
 from validation.records import Status, to_jsonable
+from validation.runner import RawRun
 from validation.targets.model import Target
 
 RUNS_FILE = "rail-runs.json"

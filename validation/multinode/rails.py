@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from validation import runner
 from validation.codes import CODES
 from validation.errors import ParseError
 from validation.judge import Verdict, judge_target
@@ -36,9 +37,8 @@ from validation.multinode.model import HOST_RE, ClusterSpec
 from validation.multinode.remote import ssh_argv
 from validation.parsers import ib_write_bw
 from validation.parsers.ib_write_bw import IbWriteBwResult
-from validation.probes import runner
-from validation.probes.runner import RawRun
 from validation.records import Status
+from validation.runner import RawRun
 from validation.targets.model import EQUAL, HIGHER_IS_BETTER, Target
 
 TOOL = "ibv_devinfo"

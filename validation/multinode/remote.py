@@ -25,11 +25,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from validation import runner
 from validation.multinode import launch as launch_argv
 from validation.multinode.hostfile import openmpi_hostfile
 from validation.multinode.model import MPIRUN, ClusterSpec, Connection, check_host, check_user
-from validation.probes import runner
-from validation.probes.runner import RawRun
+from validation.runner import RawRun
 
 log = logging.getLogger(__name__)
 

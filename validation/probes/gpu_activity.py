@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from validation import parsers
+from validation import parsers, runner
 from validation.errors import ParseError, ProbeError, RocmFleetError
 from validation.idle import GpuActivity
-from validation.probes import runner, telemetry
-from validation.probes.runner import RawRun
+from validation.probes import telemetry
 from validation.records import GpuProcess
+from validation.runner import RawRun
 
 Run = Callable[[Sequence[str], float], RawRun]
 SELF_MARKER = "rocm-fleet-tool-pid"

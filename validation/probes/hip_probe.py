@@ -16,7 +16,7 @@ from pathlib import Path
 
 from validation.errors import ParseError, ProbeError
 from validation.parsers._text import numbered, require_text, to_float, to_int
-from validation.probes.runner import RawRun, run, which
+from validation.runner import RawRun, run, which
 
 log = logging.getLogger(__name__)
 

@@ -30,10 +30,9 @@ from dataclasses import dataclass, field
 from dataclasses import fields as dc_fields
 from typing import Any
 
-from validation import parsers
+from validation import parsers, runner
 from validation.errors import ParseError, ProbeError
 from validation.judge import Verdict, judge_value
-from validation.probes import runner
 from validation.records import Status
 from validation.targets.model import TargetProfile
 

@@ -10,13 +10,16 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from itertools import chain, compress, repeat
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO, cast
 from xml.etree import ElementTree as ET
 
 from validation.fleet import Delta, MetricSummary
 from validation.records import FAILING
 from validation.report.load import node_status
 from validation.report.markdown import cell as _cell
+
+# dict.get as a plain callable for map(): C speed over a million entries, and typed as such for mypy
+_dict_get = cast("Callable[..., Any]", dict.get)
 
 
 def behind(summary: MetricSummary, member_gap: float) -> str:
@@ -102,13 +105,13 @@ def measurement_lines(host: str, entries: Iterable[Mapping[str, Any]]) -> str:
     so each sequence's label text is made once (_label_parts, cached) and a node only adds its
     name and its numbers."""
     entries = list(entries)
-    values = list(map(dict.get, entries, repeat("value")))
+    values = list(map(_dict_get, entries, repeat("value")))
     numeric = list(map(isinstance, values, repeat((int, float))))
     if not all(numeric):
         entries, values = list(compress(entries, numeric)), list(compress(values, numeric))
     labels = (tuple(map(operator.getitem, entries, repeat("metric"))),
-              tuple(map(dict.get, entries, repeat("subject"), repeat("node"))),
-              tuple(map(dict.get, entries, repeat("unit"), repeat(""))))
+              tuple(map(_dict_get, entries, repeat("subject"), repeat("node"))),
+              tuple(map(_dict_get, entries, repeat("unit"), repeat(""))))
     try:
         parts = _label_parts(labels)
     except TypeError:                # a label value that cannot be a cache key (not from a JSON document)

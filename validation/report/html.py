@@ -11,10 +11,10 @@ from typing import Any
 
 import jinja2
 
-from validation.checks import catalog
 from validation.report import summary
 from validation.report.load import node_status
 from validation.report.scaling import row_aggregate, scaling_tables
+from validation.results import catalog
 
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("validation.report", "templates"),
                           autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined)

@@ -1,4 +1,4 @@
-"""Read a results directory: one JSON document per node (see validation/checks/results.py).
+"""Read a results directory: one JSON document per node (see validation/results/node.py).
 
 Every `*.json` in the directory is a node document except the progress files the plugin keeps beside
 them (`progress-<node>.json`, kind "rocm-fleet-progress"). Each is read with the input size limit
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSIONS = (1,)
 SCHEMA_FILE = Path(__file__).with_name("node_schema.json")
-PROGRESS_KIND = "rocm-fleet-progress"  # validation/checks/progress.py KIND
+PROGRESS_KIND = "rocm-fleet-progress"  # validation/results/progress.py KIND
 
 
 class ResultsDocumentError(RocmFleetError):

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from validation.checks import catalog
 from validation.report.load import node_status
+from validation.results import catalog
 
 FAILING = ("fail", "error", "timeout")
 STATUS_ORDER = ("error", "timeout", "fail", "warn", "pass", "skip")

@@ -10,10 +10,10 @@ import shutil
 import textwrap
 from typing import Any
 
-from validation.checks import catalog
 from validation.report.load import node_status
 from validation.report.scaling import render_scaling_text
 from validation.report.summary import expected_on_lab_host
+from validation.results import catalog
 
 DEFAULT_WIDTH = 100
 MAX_LINES = 4  # of one failure's message; longer ones end at a word with a pointer to the JSON

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from recorded_host import RecordedHost
 
-from validation import slurm
+from validation import runner, slurm
 from validation.checks import test_health as checks
 from validation.checks.health import HealthState
 from validation.checks.outcome import CheckFailure
 from validation.errors import RocmFleetError
-from validation.probes import gpu_activity, runner
+from validation.probes import gpu_activity
 
 AMD_SPEC = {"validation_gpu_count": 1, "validation_gpu_vendor": "amd"}
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from validation.checks import progress
 from validation.cli import main
 from validation.report import load_run
+from validation.results import progress
 
 T0 = dt.datetime(2026, 12, 2, 12, 0, 0, tzinfo=dt.UTC)
 

@@ -16,8 +16,8 @@ import pytest
 
 from validation.multinode.model import ClusterError, ClusterSpec, Connection, Node
 from validation.multinode.rail_runs import RUNS_FILE, partner_plan, run_plan, run_verdicts, swapped_pairs_plan
-from validation.probes.runner import RawRun
 from validation.records import Status
+from validation.runner import RawRun
 
 # ib_write_bw -d mlx5_0 ... on a machine without RDMA support: exit 1, these lines on stderr
 NO_DEVICE = (" Did not detect devices \n If device exists, check if driver is up\n"

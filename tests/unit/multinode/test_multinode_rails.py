@@ -23,8 +23,8 @@ from validation.multinode.rails import (
     read_rail_outputs,
 )
 from validation.parsers.ib_write_bw import parse as parse_ib_write_bw
-from validation.probes.runner import RawRun
 from validation.records import Status
+from validation.runner import RawRun
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 REAL = FIXTURES / "real" / "ibv-devinfo" / "mlx4-2hca-heioy-books-ibv-devinfo.txt"

@@ -16,8 +16,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from validation.probes import burnin, telemetry  # noqa: E402
-from validation.probes.runner import RawRun  # noqa: E402
 from validation.records import Status  # noqa: E402
+from validation.runner import RawRun  # noqa: E402
 from validation.targets import load_targets  # noqa: E402
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "nvidia-smi"

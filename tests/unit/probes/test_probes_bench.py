@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from validation.probes.runner import run
+from validation.runner import run
 
 with warnings.catch_warnings():
     # torch's CPU wheel warns at import when numpy is absent; the probes do not use numpy.

@@ -9,7 +9,7 @@ import pytest
 
 from validation.errors import ParseError
 from validation.probes import hip_probe
-from validation.probes.runner import run, which
+from validation.runner import run, which
 
 HIP_DIR = Path(hip_probe.__file__).resolve().parent / "hip"
 

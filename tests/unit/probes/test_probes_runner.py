@@ -1,4 +1,4 @@
-"""validation/probes/runner.py: argv in, RawRun out; timeouts kill the whole process group."""
+"""validation/runner.py: argv in, RawRun out; timeouts kill the whole process group."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from validation.errors import ProbeError
-from validation.probes.runner import RawRun, run, which
+from validation.runner import RawRun, run, which
 
 
 def test_a_finished_command_reports_rc_and_both_streams() -> None:

@@ -15,8 +15,8 @@ import pytest
 
 from validation.errors import ParseError, ProbeError
 from validation.probes import telemetry
-from validation.probes.runner import RawRun
 from validation.records import Status
+from validation.runner import RawRun
 from validation.targets import load_targets
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

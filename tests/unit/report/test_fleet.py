@@ -7,9 +7,9 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from validation import fleet
-from validation.checks.results import NodeResults
 from validation.cli import main
 from validation.report import fleet_text, load_run
+from validation.results.node import NodeResults
 
 
 def node(host: str, values: dict[str, float], *, complete: bool = True, status: str = "pass") -> dict:

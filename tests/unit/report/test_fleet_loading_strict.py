@@ -22,7 +22,7 @@ from validation.report.load import ResultsDocumentError, load_run, read_node_doc
 
 
 def node(host: str = "node01", **changes: Any) -> dict[str, Any]:
-    """A node document as validation/checks/results.py writes it, with the fields later issues added
+    """A node document as validation/results/node.py writes it, with the fields later issues added
     (valid, invalid_reason, measured_while_busy, spread_pct, samples; check verdicts; allow_busy, baseline)."""
     doc: dict[str, Any] = {
         "schema_version": 1, "host": host, "tier": "quick", "started_at": "2026-12-03T08:47:58+00:00",

@@ -18,12 +18,12 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     pytest.importorskip("torch", reason="PyTorch is not installed (dev extra: torch==2.13.0)")
 
-from validation.checks.results import NodeResults
 from validation.checks.test_model_probes import record_scaling
 from validation.probes import scaling
 from validation.probes.scaling import GpuFigure, ScalingPoint
 from validation.report import load_run, render_html, render_terminal
 from validation.report.scaling import scaling_tables
+from validation.results.node import NodeResults
 from validation.targets import load_targets
 
 

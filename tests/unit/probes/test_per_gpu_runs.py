@@ -12,8 +12,8 @@ import time
 
 import pytest
 
+from validation import runner
 from validation.errors import ProbeError
-from validation.probes import runner
 
 GPUS = range(8)
 

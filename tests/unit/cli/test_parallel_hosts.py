@@ -4,7 +4,7 @@ The scheduling is tested end to end in a real pytest run with real xdist workers
 `ssh://` hosts that are never contacted (the tests only record which process ran them: testinfra
 connects on the first command, and none is sent). The real checks through `rocm-fleet validate`,
 with their results documents and progress files, hosts failing and hanging, and the time side by
-side: tests/unit/test_parallel_validate.py.
+side: tests/unit/cli/test_parallel_validate.py.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from validation.checks import progress
 from validation.checks.xdist_hosts import host_of
+from validation.results import progress
 
 SUITE = '''
 import json, os, pytest

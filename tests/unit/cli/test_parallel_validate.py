@@ -27,7 +27,7 @@ import pytest
 from validation.report import load_run
 
 FAKE_SSH = """#!/bin/sh
-# fake ssh (tests/unit/test_parallel_validate.py): the remote command runs here, after a delay
+# fake ssh (tests/unit/cli/test_parallel_validate.py): the remote command runs here, after a delay
 for cmd; do :; done
 i=0; for a; do i=$((i+1)); [ $i -eq $(($# - 1)) ] && host=$a; done
 case " $FAKE_SSH_DOWN " in *" $host "*)

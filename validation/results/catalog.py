@@ -12,7 +12,7 @@ import functools
 import re
 from pathlib import Path
 
-CHECKS_DIR = Path(__file__).resolve().parent
+CHECKS_DIR = Path(__file__).resolve().parents[1] / "checks"
 _HOST_ID = r"(?:[a-z][a-z0-9+.-]*://(?:[^@\]/]*@)?)?"   # testinfra's backend prefix, ansible:// ssh://user@
 
 

@@ -24,11 +24,11 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from validation import fleet, peers
-from validation.checks import catalog
 from validation.cli import main
 from validation.report import fleet_text, forked, gather, load_run, render_html
 from validation.report.load import SCHEMA_FILE, with_missing
 from validation.report.schema_check import UnsupportedSchemaError, compile_schema
+from validation.results import catalog
 
 SCHEMA = json.loads(SCHEMA_FILE.read_text())
 REFERENCE = Draft202012Validator(SCHEMA)
