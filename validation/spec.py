@@ -122,14 +122,23 @@ def load_spec_file(path: Path, host: str) -> dict[str, Any]:
     return data
 
 
-def checks_spec(variables: Mapping[str, Any], roles_dir: Path = ROLES_DIR) -> dict[str, Any]:
+class DeclaredState(dict[str, Any]):
+    """A node's declared state. Reading a variable it does not hold (a hand-written, partial spec file
+    where no roles/ are beside the suite) fails with how to write a whole one, not a bare KeyError."""
+
+    def __missing__(self, name: str) -> Any:
+        raise RocmFleetError(f"the spec does not declare {name}; write the node's whole spec with "
+                             "`rocm-fleet spec -i INVENTORY HOST` (it includes the roles' defaults)")
+
+
+def checks_spec(variables: Mapping[str, Any], roles_dir: Path = ROLES_DIR) -> DeclaredState:
     """What the checks compare a node with: its variables (a spec file, or the inventory's with
     --hosts=ansible://) by the same rule as `rocm-fleet spec`. Where the suite runs from an installed
     wheel (on a node, no roles/ beside it) the spec file is taken as it is: validate.yml and
     `rocm-fleet spec` write it whole, defaults included."""
     if not roles_dir.is_dir():
-        return dict(variables)
-    return declared_state(spec_role_defaults(roles_dir), variables)
+        return DeclaredState(variables)
+    return DeclaredState(declared_state(spec_role_defaults(roles_dir), variables))
 
 
 def gpu_vendor(spec: Mapping[str, Any]) -> str:

@@ -19,7 +19,7 @@ from validation.checks.node import RESULTS, node_name, results_for
 from validation.checks.outcome import CheckFailure
 from validation.checks.targets_fixture import targets  # noqa: F401  (registers the fixture)
 from validation.results import catalog, progress
-from validation.spec import checks_spec, load_spec_file
+from validation.spec import DeclaredState, checks_spec, load_spec_file
 
 TIERS = {"smoke": "seconds", "quick": "minutes", "acceptance": "hours"}
 CHECKS_DIR = Path(__file__).resolve().parent
@@ -201,7 +201,7 @@ def pytest_configure_node(node: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def spec(host: Any, request: pytest.FixtureRequest) -> dict[str, Any]:
+def spec(host: Any, request: pytest.FixtureRequest) -> DeclaredState:
     """The host's declared state: role defaults overlaid with its spec file or inventory variables."""
     spec_file = request.config.getoption("--rf-spec")
     name = node_name(host, request.config.getoption("--rf-node"))

@@ -20,7 +20,7 @@ ADDUSER_CONF = "/etc/adduser.conf"
 
 
 def _present(spec: dict) -> None:
-    if spec.get("gpu_access_state", "present") == "absent":
+    if spec["gpu_access_state"] == "absent":
         pytest.skip("spec removes gpu_access (gpu_access_state: absent)")
 
 

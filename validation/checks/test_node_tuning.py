@@ -26,7 +26,7 @@ UNIT = "rocm-fleet-cpuidle.service"
 
 
 def _present(spec: dict) -> None:
-    if spec.get("node_tuning_state", "present") == "absent":
+    if spec["node_tuning_state"] == "absent":
         pytest.skip("spec removes node_tuning (node_tuning_state: absent)")
 
 

@@ -22,7 +22,7 @@ def _rocm_node(spec: dict) -> None:
 
 def test_declared_rocm_and_driver_are_a_supported_combination(host: Any, spec: dict) -> None:
     """The declared ROCm, amdgpu driver, OS and kernel are a combination the compatibility table supports."""
-    driver = spec.get("amdgpu_driver_version") if spec.get("amdgpu_driver_mode", "dkms") == "dkms" else "inbox"
+    driver = spec.get("amdgpu_driver_version") if spec["amdgpu_driver_mode"] == "dkms" else "inbox"
     combo = compat.Combination(rocm_version=str(spec["rocm_version"]), driver_version=str(driver),
                                os_id=facts.os_id(host), kernel=host.check_output("uname -r"))
     try:
@@ -45,7 +45,7 @@ def test_rocm_packages_are_installed_at_the_declared_versions(host: Any, spec: d
 
 def test_rocm_version_package_proves_the_declared_release(host: Any, spec: dict) -> None:
     """The package that carries the ROCm release number shows the declared release."""
-    name = spec.get("rocm_version_package", "rocm-core")
+    name = spec["rocm_version_package"]
     version = host.package(name).version if host.package(name).is_installed else "not installed"
     expect(str(version).startswith(str(spec["rocm_version"])), "RF-CONFIG-ROCM-VERSION",
            f"{name} is {version}, the inventory declares ROCm {spec['rocm_version']}")
@@ -53,7 +53,7 @@ def test_rocm_version_package_proves_the_declared_release(host: Any, spec: dict)
 
 def test_rocm_packages_are_held(host: Any, spec: dict) -> None:
     """The ROCm packages are held, so no unattended upgrade moves them."""
-    if not spec.get("rocm_hold_packages", True):
+    if not spec["rocm_hold_packages"]:
         pytest.skip("spec sets rocm_hold_packages: false")
     if not host.exists("apt-mark"):
         pytest.skip("holds are checked with apt-mark on Debian-family nodes; dnf versionlock is not checked yet")
@@ -64,12 +64,12 @@ def test_rocm_packages_are_held(host: Any, spec: dict) -> None:
 
 def test_repository_sources_point_at_the_declared_release(host: Any, spec: dict) -> None:
     """The apt sources point at the declared ROCm release and keep signature checking on."""
-    source = spec.get("rocm_repo_source", "amd")
+    source = spec["rocm_repo_source"]
     sources = host.file("/etc/apt/sources.list.d/rocm-fleet.sources")
     if source == "distro":
         expect(not sources.exists, "RF-CONFIG-REPO", "rocm-fleet.sources exists although the spec uses distro packages")
         return
-    base = spec["rocm_repo_mirror_url"] if source == "mirror" else spec.get("rocm_repo_amd_url", "https://repo.radeon.com")
+    base = spec["rocm_repo_mirror_url"] if source == "mirror" else spec["rocm_repo_amd_url"]
     expected = f"URIs: {base}/rocm/apt/{declared.repo_dir(spec['rocm_version'])}"
     expect(sources.exists, "RF-CONFIG-REPO", "/etc/apt/sources.list.d/rocm-fleet.sources is missing")
     expect(expected in sources.content_string.splitlines(), "RF-CONFIG-REPO",
@@ -79,13 +79,13 @@ def test_repository_sources_point_at_the_declared_release(host: Any, spec: dict)
 
 def test_signing_key_and_pin_are_in_place(host: Any, spec: dict) -> None:
     """The repository's signing key and the apt pin that prefers it are in place."""
-    if spec.get("rocm_repo_source", "amd") == "distro":
+    if spec["rocm_repo_source"] == "distro":
         pytest.skip("spec uses distro packages: no key or pin")
     key = host.file("/etc/apt/keyrings/rocm-fleet.asc")
     pin = host.file("/etc/apt/preferences.d/rocm-fleet-pin")
     expect(key.exists and key.user == "root" and key.mode == 0o644, "RF-CONFIG-REPO",
            f"keyring missing or not root 0644 (exists={key.exists})")
-    priority = spec.get("rocm_repo_apt_pin_priority", 600)
+    priority = spec["rocm_repo_apt_pin_priority"]
     expect(pin.exists and f"Pin-Priority: {priority}" in pin.content_string, "RF-CONFIG-REPO",
            f"pin file missing or without Pin-Priority: {priority}")
 

@@ -118,3 +118,14 @@ def test_the_checks_read_the_same_spec_as_rocm_fleet_spec_and_a_missing_roles_di
     with pytest.raises(RocmFleetError, match="no-roles is missing; run rocm-fleet from a checkout"):
         role_defaults(tmp_path / "no-roles")
     assert role_defaults(ROLES_DIR)["mpi_launcher_user"]
+
+
+def test_a_variable_the_spec_does_not_hold_says_how_to_write_a_whole_one(tmp_path: Path) -> None:
+    from validation.errors import RocmFleetError
+    from validation.spec import checks_spec
+
+    partial = checks_spec({"validation_gpu_count": 8}, roles_dir=tmp_path / "no-roles")   # a wheel, a partial file
+    assert partial.get("rocm_repo_source") is None
+    with pytest.raises(RocmFleetError, match="does not declare rocm_repo_source; write the node's whole spec"):
+        partial["rocm_repo_source"]
+    assert checks_spec({"validation_gpu_count": 8})["rocm_repo_source"] == "amd"     # the role's default
