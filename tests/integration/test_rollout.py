@@ -57,6 +57,12 @@ Description: rocm-fleet lab stand-in for AMD's amdgpu-dkms
 """
 
 
+def said(message: str, run: PlaybookRun) -> bool:
+    """The playbook printed `message`; the YAML callback wraps long messages at a width that depends on
+    the host names (a lab's name carries its checkout's key), so whitespace runs compare as one space."""
+    return " ".join(message.split()) in " ".join(run.output.split())
+
+
 @pytest.fixture(scope="module")
 def rollout() -> Iterator[Lab]:
     with provisioned_lab(NAME, 2, port_base=PORT_BASE, inventory=INVENTORY, extra=BASE) as lab:
@@ -119,7 +125,7 @@ def test_a_baseline_that_cannot_run_leaves_the_node_drained_and_recorded(rollout
     assert steps(doc)[:2] == [("read the applied state", "ROCm 6.1.2"), ("drain", "drained (command)")]
     assert steps(doc)[2] == ("baseline validation", "failed") and doc["unreachable"] is False
     assert doc["baseline_passed"] is None and doc["after_passed"] is None
-    assert f'{H1} stays drained: the upgrade failed at "baseline validation"' in run.output, run.output[-3000:]
+    assert said(f'{H1} stays drained: the upgrade failed at "baseline validation"', run), run.output[-3000:]
     assert log.read_text().splitlines() == [f"drain {H1}"]
     print(f"upgrade.yml, baseline cannot run: {run.seconds:.0f} s, rc {run.rc}")
 
@@ -141,7 +147,7 @@ def test_an_undrain_that_fails_leaves_the_record_saying_drained(rollout: Lab) ->
                                           "reboot", "validation", "comparison", "undrain"]
     assert steps(doc)[5] == ("validation", "smoke tier passed") and steps(doc)[-1] == ("undrain", "failed")
     assert doc["after_passed"] is True and doc["regressions"] is False
-    assert f"{H1} passed after the upgrade but stays drained: the undrain failed" in run.output, run.output[-3000:]
+    assert said(f"{H1} passed after the upgrade but stays drained: the undrain failed", run), run.output[-3000:]
     drained = json.loads(rollout.run(H1, ["cat", "/var/lib/rocm-fleet/drain.json"]).stdout)
     assert drained["state"] == "drained" and run_id in drained["reason"]
     print(f"upgrade.yml, undrain refused: {run.seconds:.0f} s, rc {run.rc}")
@@ -169,7 +175,7 @@ def test_a_host_stopped_mid_upgrade_is_recorded_unreachable_while_its_batch_fini
     assert second["unreachable"] is True and second["failed_step"] == "upgrade", second
     assert second["error"].startswith("unreachable during upgrade"), second
     assert second["state"] == "drained" and steps(second)[-1] == ("upgrade", "unreachable")
-    assert f"{H2} stopped answering during upgrade and stays drained" in run.output, run.output[-3000:]
+    assert said(f"{H2} stopped answering during upgrade and stays drained", run), run.output[-3000:]
     assert sorted(log.read_text().splitlines()) == sorted([f"drain {H1}", f"drain {H2}", f"undrain {H1}"])
     print(f"upgrade.yml, one of two hosts stopped mid-upgrade: {run.seconds:.0f} s, rc {run.rc}")
 
@@ -180,7 +186,7 @@ def test_a_change_that_needs_a_reboot_reboots_once_comes_back_and_validates(roll
     new), the host answers again, validation passes, and the next run changes nothing and does not reboot."""
     installed = playbook(INVENTORY, "site.yml", "--limit", H1, extra={**BASE, "node_tuning_iommu": "pt"})
     assert installed.rc == 0, installed.output[-3000:]
-    assert "needs a reboot for node_tuning; not rebooting because none of node_tuning_reboot_ok" in installed.output
+    assert said("needs a reboot for node_tuning; not rebooting because none of node_tuning_reboot_ok", installed)
     install_standin(rollout, H1)
     before, pid1 = restarts(H1), rollout.run(H1, ["awk", "{print $22}", "/proc/1/stat"]).stdout
     extra = {**BASE, "node_tuning_reboot_ok": True, "amdgpu_driver_reboot_ok": True,
@@ -264,7 +270,7 @@ def test_a_host_that_does_not_come_back_fails_clearly_while_its_batch_goes_on(ro
     assert second["state"] == "drained" and second["failed_step"] == "reboot" and second["rebooted"] is False
     assert f"{H2} did not come back within 90 s (node_reboot_timeout_seconds) after the reboot for amdgpu_driver" \
         in second["error"], second
-    assert f"{H2} did not come back within 90 s" in run.output
+    assert said(f"{H2} did not come back within 90 s", run), run.output[-3000:]
     assert restarts(H1) == before[H1] + 1 and restarts(H2) == before[H2]     # host 2 was stopped, not restarted
     assert sorted(log.read_text().splitlines()) == sorted([f"drain {H1}", f"drain {H2}", f"undrain {H1}"])
     print(f"upgrade.yml, one host reboots, one never comes back: {run.seconds:.0f} s, rc {run.rc}; "
