@@ -1,7 +1,7 @@
 """ROCm <-> amdgpu driver <-> OS <-> kernel compatibility, checked before anything changes.
 
 The data lives in validation/data/rocm_compat.yml (every row with its source). roles/rocm_repo
-calls `check()` through its filter plugin during preflight; the validation suite calls it for
+calls `check()` through plugins/filter/rocm_fleet.py during preflight; the validation suite calls it for
 the node's declared versions. Pure: no I/O beyond loading the data file.
 """
 

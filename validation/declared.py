@@ -1,6 +1,6 @@
 """What the inventory's variables mean, coded once.
 
-The roles call these functions through their filter plugins and the checks call them directly, so a
+The roles call these functions through plugins/filter/rocm_fleet.py and the checks call them directly, so a
 rule (which repository directory a ROCm version lives in, which package version a bare name pins,
 which kernel parameters, THP modes and sysctls a node_tuning declaration asks for) has one home.
 Every function takes declared values (role defaults overlaid with the host's inventory, see

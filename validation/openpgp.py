@@ -1,7 +1,7 @@
 """OpenPGP public keys read without gpg: every key in a key file, its fingerprint, and the pinned
 subset re-armoured (RFC 4880 sections 6 and 12.2, RFC 9580 section 5.5.4).
 
-roles/rocm_repo uses this (through its filter plugin) before a downloaded repository key is
+roles/rocm_repo uses this (through plugins/filter/rocm_fleet.py) before a downloaded repository key is
 written anywhere. A key file may hold several armoured blocks and each block several keys; apt
 trusts every one of them, so every primary key in the material is fingerprinted and each must be
 pinned. What the role writes is `trusted_keys`'s output, rebuilt from the verified keys' packets

@@ -1,6 +1,6 @@
 """The cluster key's authorized_keys line and the checks on what goes into the nodes' SSH files. Pure.
 
-roles/mpi_launcher (through its filter plugin) gives every node of a cluster one key pair so that
+roles/mpi_launcher (through plugins/filter/rocm_fleet.py) gives every node of a cluster one key pair so that
 mpirun on one node can start daemons on the others. That key must not open more than that:
 
 - it is authorized for the job user only (mpi_launcher_user, a non-root account by default);
