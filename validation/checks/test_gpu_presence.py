@@ -8,7 +8,7 @@ import pytest
 
 from validation import identity
 from validation.checks.outcome import CheckFailure, expect, fail_on_verdicts, require
-from validation.checks.tools import run_tool
+from validation.checks.tools import run_tool, skip_unless_driver_loaded
 from validation.errors import ParseError, UnknownSkuError
 from validation.parsers import nvidia_smi, rocminfo
 from validation.spec import gpu_vendor
@@ -105,17 +105,20 @@ def test_gpus_on_the_pci_bus_are_the_declared_sku(host: Any, spec: dict) -> None
            f"PCI device {vendor}:{device_id} is {found}, the spec declares {declared}")
 
 
-def test_rocminfo_gpus_are_the_declared_sku(host: Any, spec: dict, targets: Any) -> None:
+def test_rocminfo_gpus_are_the_declared_sku(host: Any, spec: dict, request: pytest.FixtureRequest) -> None:
     """Every GPU agent's Chip ID, Marketing Name and gfx target fit the declared profile (an SR-IOV VF
     names itself 'VF'; its Chip ID may still be the bare-metal one)."""
     _declared_gpus(spec)
+    skip_unless_driver_loaded(host, "amd")
     record = _rocminfo(host)
     expect(record.gpus, "RF-NO-AMD-GPU", "rocminfo lists no GPU agent, so which GPU this is cannot be checked")
-    fail_on_verdicts(identity.judge(identity.from_rocminfo(record), targets))
+    # the targets (selected from the GPUs on the bus) only once there are GPUs to judge
+    fail_on_verdicts(identity.judge(identity.from_rocminfo(record), request.getfixturevalue("targets")))
 
 
-def test_nvidia_smi_gpus_are_the_declared_sku(host: Any, spec: dict, targets: Any) -> None:
+def test_nvidia_smi_gpus_are_the_declared_sku(host: Any, spec: dict, request: pytest.FixtureRequest) -> None:
     """NVIDIA nodes: every GPU's name and PCI device id fit the declared profile (h100, h200)."""
     _declared_gpus(spec, vendor="nvidia")
+    skip_unless_driver_loaded(host, "nvidia")
     record = _nvidia_query(host, "nvidia-smi --query-gpu=index,name,pci.bus_id,pci.device_id --format=csv")
-    fail_on_verdicts(identity.judge(identity.from_nvidia_smi(record), targets))
+    fail_on_verdicts(identity.judge(identity.from_nvidia_smi(record), request.getfixturevalue("targets")))

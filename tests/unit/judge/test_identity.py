@@ -8,6 +8,7 @@ device lines 'AMD Instinct MI300X', the H100 -q log 'Device Id : 0x233010DE'.
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -125,11 +126,30 @@ def test_judge_cli_fails_the_mi210_json_against_mi250x(capsys: pytest.CaptureFix
 
 # --- the node checks --------------------------------------------------------------------------
 
+def _fixtures(targets: Any) -> Any:
+    """What the identity checks ask pytest for once there are GPUs to judge: the targets fixture."""
+    return SimpleNamespace(getfixturevalue=lambda name: {"targets": targets}[name])
+
+
+def test_node_check_skips_without_the_driver_instead_of_asking_for_targets() -> None:
+    """A lab host has no GPU: the targets fixture (chosen from the GPUs on the bus) would fail, so the
+    identity check skips first; test_gpu_presence fails for the missing driver with its own code."""
+    class NoDriver(RecordedHost):
+        def file(self, path: str) -> Any:
+            return super().file(path) if path != "/sys/module/amdgpu" else SimpleNamespace(is_directory=False)
+
+    def no_targets(name: str) -> Any:
+        raise AssertionError(f"asked for {name}")
+
+    with pytest.raises(pytest.skip.Exception, match="amdgpu is not loaded"):
+        presence.test_rocminfo_gpus_are_the_declared_sku(NoDriver({}), {"validation_gpu_count": 8},
+                                                         SimpleNamespace(getfixturevalue=no_targets))
+
 def test_node_check_names_a_vf_rocminfo_on_a_node_declared_mi300x() -> None:
     host = RecordedHost({"rocminfo": VF_ROCMINFO})
     with pytest.raises(CheckFailure) as err:
         presence.test_rocminfo_gpus_are_the_declared_sku(host, {"validation_gpu_count": 1},
-                                                         load_targets("mi300x", gpu_count=1))
+                                                         _fixtures(load_targets("mi300x", gpu_count=1)))
     assert err.value.code == "RF-SKU-MISMATCH"
     assert "mi300x-vf" in err.value.message and "gpu0" in err.value.message
 
@@ -137,7 +157,7 @@ def test_node_check_names_a_vf_rocminfo_on_a_node_declared_mi300x() -> None:
 def test_node_check_passes_the_vf_on_a_node_declared_mi300x_vf() -> None:
     host = RecordedHost({"rocminfo": VF_ROCMINFO})
     presence.test_rocminfo_gpus_are_the_declared_sku(host, {"validation_gpu_count": 1},
-                                                     load_targets("mi300x-vf", gpu_count=1))
+                                                     _fixtures(load_targets("mi300x-vf", gpu_count=1)))
 
 
 def test_node_check_pci_bus_vf_id_is_not_the_bare_metal_sku() -> None:
@@ -161,7 +181,7 @@ def test_node_check_nvidia_h100_declared_h200_fails() -> None:
     with pytest.raises(CheckFailure) as err:
         presence.test_nvidia_smi_gpus_are_the_declared_sku(host, {"validation_gpu_count": 2,
                                                                   "validation_gpu_vendor": "nvidia"},
-                                                           load_targets("h200", gpu_count=2))
+                                                           _fixtures(load_targets("h200", gpu_count=2)))
     assert err.value.code == "RF-SKU-MISMATCH" and "h100" in err.value.message
 
 
