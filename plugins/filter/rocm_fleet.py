@@ -64,6 +64,13 @@ def cstates_absent(listing: str, wanted: list) -> str:
     return cstates.absent_message(wanted, cstates.parse_listing(listing or ""))
 
 
+# --- playbooks ----------------------------------------------------------------------------------
+
+def roles_for(playbook: str) -> list[str]:
+    """The provisioning roles a playbook applies, in order (validation/spec.py holds the one list)."""
+    return spec.roles_for(str(playbook))
+
+
 # --- validation_node ----------------------------------------------------------------------------
 
 def declared_state(roles_dir: str, host_vars: dict, overrides: dict | None = None) -> dict[str, Any]:
@@ -115,6 +122,7 @@ class FilterModule:
             "thp_path": declared.thp_path,
             "cstates_absent": cstates_absent,
             "declared_state": declared_state,
+            "roles_for": roles_for,
             "cluster_own_addresses": own_addresses,
             "cluster_sources_problem": sources_problem,
             "cluster_authorized_key": authorized_key,
