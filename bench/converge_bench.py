@@ -1,0 +1,125 @@
+"""No-op converge against a trivial play on the same hosts, interleaved in one run (issue 20).
+
+    python -m bench.converge_bench -i INVENTORY [--limit-one HOST] [--repeats 2] [--json FILE]
+                                   [--playbook playbooks/site.yml]
+
+The hosts must already be converged (a first `ansible-playbook playbooks/site.yml`), so every
+repeat is the no-op an operator re-runs after each change. Each repeat runs, in this order: the
+trivial play (facts and one debug) on one host, the playbook on one host, the trivial play on all
+hosts, the playbook on all hosts. Per run it records the wall time, the controller's CPU seconds
+(ansible-playbook and everything it forked: workers and ssh, from the children's rusage), and the
+recap of every host (ok, changed, skipped, failed: a no-op must show changed=0). It prints the
+ratios the issue sets goals for: playbook / trivial play on the same hosts, CPU-s per host, and all
+hosts / one host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TRIVIAL = """\
+- name: Trivial play (facts and one debug)
+  hosts: all
+  gather_facts: true
+  tasks:
+    - name: Say something
+      ansible.builtin.debug:
+        msg: hello
+"""
+RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.M)
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(playbook: Path, inventory: Path, limit: str, extra: list[str]) -> dict:
+    before = children_cpu()
+    start = time.perf_counter()
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
+                           "--limit", limit, str(playbook), *extra],
+                          cwd=ROOT, capture_output=True, text=True, check=False,
+                          env={**os.environ, "ANSIBLE_FORCE_COLOR": "0"})
+    wall = time.perf_counter() - start
+    recap = {m[1]: {"ok": int(m[2]), "changed": int(m[3]), "unreachable": int(m[4]), "failed": int(m[5]),
+                    "skipped": int(m[6])} for m in RECAP.finditer(proc.stdout)}
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-2000:])
+    return {"wall_s": round(wall, 2), "cpu_s": round(children_cpu() - before, 2), "rc": proc.returncode,
+            "recap": recap}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-i", "--inventory", type=Path, required=True)
+    parser.add_argument("--hosts", default="gpu_nodes", help="the inventory pattern for 'all hosts'")
+    parser.add_argument("--limit-one", default=None, help="the one host (default: the pattern's first)")
+    parser.add_argument("--playbook", type=Path, default=ROOT / "playbooks/site.yml")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("-e", "--extra-vars", action="append", default=[])
+    args = parser.parse_args(argv)
+    listed = subprocess.run([str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(args.inventory),
+                             "--list"], capture_output=True, text=True, check=True, cwd=ROOT)
+    inventory = json.loads(listed.stdout)
+
+    def members(group: str) -> list[str]:
+        found = list(inventory.get(group, {}).get("hosts", []))
+        for child in inventory.get(group, {}).get("children", []):
+            found += members(child)
+        return found
+
+    hosts = members(args.hosts)
+    one = args.limit_one or hosts[0]
+    extra = [a for e in args.extra_vars for a in ("-e", e)]
+    with tempfile.TemporaryDirectory() as tmp:
+        trivial = Path(tmp) / "trivial.yml"
+        trivial.write_text(TRIVIAL)
+        variants = [("trivial", trivial, one, 1), ("playbook", args.playbook, one, 1),
+                    ("trivial", trivial, args.hosts, len(hosts)), ("playbook", args.playbook, args.hosts, len(hosts))]
+        runs: list[dict] = []
+        for repeat in range(args.repeats):
+            for name, playbook, limit, count in variants:
+                result = {"repeat": repeat + 1, "variant": name, "hosts": count,
+                          **run(playbook, args.inventory, limit, extra if name == "playbook" else [])}
+                runs.append(result)
+                per_host = [sum(r[k] for k in ("ok", "changed", "skipped", "failed")) for r in result["recap"].values()]
+                changed = sum(r["changed"] for r in result["recap"].values())
+                print(f"repeat {repeat + 1}: {name:8} {count} host(s): {result['wall_s']:7.2f} s wall, "
+                      f"{result['cpu_s']:7.2f} CPU-s, rc {result['rc']}, task results per host {per_host}, "
+                      f"changed {changed}", flush=True)
+
+    def median(name: str, count: int, key: str) -> float:
+        return statistics.median(r[key] for r in runs if r["variant"] == name and r["hosts"] == count)
+
+    summary = {}
+    for count in sorted({1, len(hosts)}):
+        summary[f"{count}_hosts"] = {
+            "trivial_wall_s": median("trivial", count, "wall_s"),
+            "playbook_wall_s": median("playbook", count, "wall_s"),
+            "playbook_over_trivial": round(median("playbook", count, "wall_s") / median("trivial", count, "wall_s"), 2),
+            "playbook_cpu_s_per_host": round(median("playbook", count, "cpu_s") / count, 2)}
+    one_wall, all_wall = median("playbook", 1, "wall_s"), median("playbook", len(hosts), "wall_s")
+    summary["all_over_one_wall"] = round(all_wall / one_wall, 2)
+    summary["all_over_one_cpu"] = round(median("playbook", len(hosts), "cpu_s") / median("playbook", 1, "cpu_s"), 2)
+    print(json.dumps(summary, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps({"hosts": hosts, "playbook": str(args.playbook), "runs": runs,
+                                         "summary": summary, "load_before": os.getloadavg()}, indent=2))
+    return 0 if all(r["rc"] == 0 for r in runs) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""The collection's modules: dpkg_holds (one dpkg call for many holds, only the differing ones changed)
+and files_absent (many files removed in one call).
+
+Run through ansible on localhost with a stand-in `dpkg` first on PATH: holding packages of the
+machine running the tests is not acceptable. The real dpkg runs in the lab (tests/integration:
+test_provision holds ROCm packages and proves the second converge changes nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+FAKE_DPKG = """#!/usr/bin/env python3
+import json, sys, pathlib
+state = pathlib.Path(__file__).with_name("selections.json")
+sel = json.loads(state.read_text())
+if sys.argv[1] == "--get-selections":
+    for name in sys.argv[2:]:
+        if name in sel:
+            print(f"{name}\\t\\t\\t{sel[name]}")
+        else:
+            print(f"dpkg: no packages found matching {name}", file=sys.stderr)
+elif sys.argv[1] == "--set-selections":
+    for line in sys.stdin.read().splitlines():
+        name, value = line.split()
+        sel[name] = value
+    state.write_text(json.dumps(sel))
+    with state.with_name("calls.log").open("a") as log:
+        log.write("set\\n")
+"""
+
+
+def run_module(tmp_path: Path, args: dict, check: bool = False, module: str = "dpkg_holds",
+               ok: bool = True) -> dict:
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "ANSIBLE_NOCOLOR": "1"}
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible"), "localhost", "-c", "local",
+                           "-e", f"ansible_python_interpreter={sys.executable}",
+                           "-o", "-m", f"rocm_fleet.fleet.{module}", "-a", json.dumps(args),
+                           *(["--check"] if check else [])],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert (proc.returncode == 0) == ok, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return json.loads(proc.stdout.split(" => ", 1)[1])          # -o: "localhost | CHANGED => {...}"
+
+
+def setup(tmp_path: Path, selections: dict) -> None:
+    (tmp_path / "dpkg").write_text(FAKE_DPKG)
+    (tmp_path / "dpkg").chmod(0o755)
+    (tmp_path / "selections.json").write_text(json.dumps(selections))
+
+
+def test_holds_only_what_differs_in_one_call_and_then_nothing(tmp_path: Path) -> None:
+    setup(tmp_path, {"rocminfo": "install", "rocm-core": "hold", "amd-smi-lib": "install"})
+    names = ["rocminfo", "rocm-core", "amd-smi-lib", "not-installed"]
+    first = run_module(tmp_path, {"names": names, "selection": "hold"})
+    assert (first["changed"], first["changed_packages"], first["unknown"]) == (
+        True, ["rocminfo", "amd-smi-lib"], ["not-installed"])
+    assert json.loads((tmp_path / "selections.json").read_text()) == {
+        "rocminfo": "hold", "rocm-core": "hold", "amd-smi-lib": "hold"}
+    assert (tmp_path / "calls.log").read_text() == "set\n"
+    second = run_module(tmp_path, {"names": names, "selection": "hold"})
+    assert (second["changed"], second["changed_packages"]) == (False, [])
+
+
+def test_release_touches_held_packages_only_and_check_mode_writes_nothing(tmp_path: Path) -> None:
+    setup(tmp_path, {"old-held": "hold", "removed-by-hand": "deinstall", "kept": "install"})
+    names = ["old-held", "removed-by-hand", "kept"]
+    dry = run_module(tmp_path, {"names": names, "selection": "install"}, check=True)
+    assert (dry["changed"], dry["changed_packages"]) == (True, ["old-held"])
+    assert json.loads((tmp_path / "selections.json").read_text())["old-held"] == "hold"
+    done = run_module(tmp_path, {"names": names, "selection": "install"})
+    assert done["changed_packages"] == ["old-held"]
+    assert json.loads((tmp_path / "selections.json").read_text()) == {
+        "old-held": "install", "removed-by-hand": "deinstall", "kept": "install"}
+
+
+def test_files_absent_removes_the_existing_files_in_one_call_and_refuses_directories(tmp_path: Path) -> None:
+    (tmp_path / "a.list").write_text("deb x\n")
+    (tmp_path / "b.link").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "dir").mkdir()
+    paths = [str(tmp_path / n) for n in ("a.list", "b.link", "c.missing")]
+    dry = run_module(tmp_path, {"paths": paths}, check=True, module="files_absent")
+    assert (dry["changed"], dry["removed"], (tmp_path / "a.list").exists()) == (True, paths[:2], True)
+    done = run_module(tmp_path, {"paths": paths}, module="files_absent")
+    assert done["removed"] == paths[:2] and not os.path.lexists(paths[1]) and not (tmp_path / "a.list").exists()
+    again = run_module(tmp_path, {"paths": paths}, module="files_absent")
+    assert (again["changed"], again["removed"]) == (False, [])
+    refused = run_module(tmp_path, {"paths": [str(tmp_path / "dir")]}, module="files_absent", ok=False)
+    assert "refusing to remove directories" in refused["msg"] and (tmp_path / "dir").is_dir()
