@@ -3,6 +3,10 @@
 Reads the `progress-<node>.json` files the checks plugin keeps current. Exit 0 while every node is
 running cleanly or has passed, 1 when a node has a failed check, is stale or was interrupted, 2 when
 the directory holds no progress file.
+
+With `--node NODE --wait SECONDS` it prints that node's progress document (JSON, `{}` before the run
+has written one) as soon as the run is no longer running, or after SECONDS: playbooks/validate.yml runs
+it on the node to follow a run, which notices the end within a fraction of a second.
 """
 
 from __future__ import annotations
@@ -24,10 +28,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a running node whose file has not changed for this long beyond its running check's "
                    "expected time is stale (default 300)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--node", metavar="NODE", help="with --wait: the node whose progress document to print")
+    p.add_argument("--wait", type=float, metavar="SECONDS",
+                   help="print NODE's progress document once its run ends, or after SECONDS (exit 0)")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if (args.wait is None) != (args.node is None):
+        raise RocmFleetError("--wait and --node go together: --node NODE --wait SECONDS")
+    if args.wait is not None:
+        if not 0 < args.wait <= 3600:
+            raise RocmFleetError(f"--wait {args.wait:g}: give seconds between 0 and 3600")
+        print(json.dumps(progress.wait_until_done(progress.progress_path(args.results, args.node), args.wait)))
+        return 0
     docs = progress.load_progress(args.results)
     if not docs:
         raise RocmFleetError(f"no progress-<node>.json in {args.results}; point at the --results directory of a "

@@ -293,6 +293,26 @@ def load_progress(directory: Path) -> list[dict[str, Any]]:
     return docs
 
 
+def wait_until_done(path: Path, seconds: float, *, interval_s: float = 0.1) -> dict[str, Any]:
+    """The node's progress document once its run is no longer running, or as it stands after `seconds`
+    (`{}` while there is none yet). Run on the node, this is a long poll: the controller asks every
+    `seconds` and still learns of the end within `interval_s`, for one remote command per window."""
+    deadline = time.monotonic() + seconds
+    doc: dict[str, Any] = {}
+    while True:
+        try:
+            found = json.loads(path.read_text())
+        except (OSError, ValueError):
+            found = None                       # not written yet, or replaced as we read it
+        if isinstance(found, dict) and found.get("kind") == KIND:
+            doc = found
+            if doc.get("state") != "running":
+                return doc
+        if time.monotonic() >= deadline:
+            return doc
+        time.sleep(interval_s)
+
+
 def view(doc: Mapping[str, Any], *, now: dt.datetime, stale_after_s: float) -> ProgressView:
     """Classify one progress document. A running node is stale when its file has not changed for
     longer than its running check's expected time plus `stale_after_s` (hung, killed or unreachable)."""

@@ -250,6 +250,37 @@ def test_progress_command_without_progress_files_exits_2(tmp_path: Path, capsys:
     assert "no progress-<node>.json" in capsys.readouterr().err
 
 
+def test_waiting_returns_as_soon_as_the_run_finishes_not_at_the_end_of_the_window(tmp_path: Path) -> None:
+    import threading
+    import time
+    path = tmp_path / "progress-n1.json"
+    progress.write_atomic(path, now_doc(current=RUNNING_CHECK))
+    finisher = threading.Timer(0.3, progress.write_atomic, (path, now_doc(state="finished", done=4)))
+    start = time.monotonic()
+    finisher.start()
+    doc = progress.wait_until_done(path, 30)
+    took = time.monotonic() - start
+    assert doc["state"] == "finished"
+    assert 0.3 <= took < 1.0, took          # the end is noticed within the poll interval, not after 30 s
+
+
+def test_waiting_gives_the_running_document_after_the_window_and_nothing_before_a_run(tmp_path: Path) -> None:
+    path = tmp_path / "progress-n1.json"
+    assert progress.wait_until_done(path, 0.2) == {}
+    progress.write_atomic(path, now_doc(current=RUNNING_CHECK))
+    assert progress.wait_until_done(path, 0.2)["state"] == "running"
+
+
+def test_progress_wait_prints_the_nodes_document_and_refuses_half_the_options(tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    write_docs(tmp_path, now_doc(current=RUNNING_CHECK), now_doc(state="finished", done=4))
+    assert main(["progress", str(tmp_path), "--node", "n1", "--wait", "5"]) == 0
+    assert json.loads(capsys.readouterr().out)["state"] == "finished"
+    assert main(["progress", str(tmp_path), "--wait", "5"]) == 2
+    assert "--wait and --node go together" in capsys.readouterr().err
+    assert main(["progress", str(tmp_path), "--node", "n1", "--wait", "0"]) == 2
+
+
 CHECKS = Path(__file__).resolve().parents[3] / "validation" / "checks"
 SNAPSHOT_PLUGIN = '''
 import os, shutil
