@@ -28,7 +28,9 @@ def _option(name: str, opt: dict) -> list[str]:
     if opt.get("required"):
         out.append("- Required: yes")
     elif "default" in opt:
-        out.append(f"- Default: `{yaml.safe_dump(opt['default'], default_flow_style=True).strip()}`")
+        # a plain scalar dumps as its own document, with the "..." end marker after it
+        shown = yaml.safe_dump(opt["default"], default_flow_style=True).removesuffix("...\n").strip()
+        out.append(f"- Default: `{shown}`")
     else:
         out.append("- Default: unset")
     if opt.get("choices"):
