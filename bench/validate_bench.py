@@ -59,7 +59,12 @@ def run(inventory: Path, limit: str, extra: list[str], name: str) -> dict:
             nodes[doc["host"]] = {"session_s": session, "checks_s": round(checks, 2)}
     if proc.returncode not in (0, 2):
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-2000:])
-    changed_lines = [line for line in proc.stdout.splitlines() if line.startswith("changed:")]
+    changed_lines, task = [], ""
+    for line in proc.stdout.splitlines():
+        if line.startswith("TASK ["):
+            task = line[6:].split("]", 1)[0]
+        elif line.startswith("changed:"):
+            changed_lines.append(f"{task}: {line}")
     return {"wall_s": round(wall, 2), "cpu_s": round(children_cpu() - before, 2), "rc": proc.returncode,
             "recap": recap, "nodes": nodes, "changed_lines": changed_lines,
             "overhead_s": round(wall - max((n["checks_s"] for n in nodes.values()), default=0.0), 2)}
@@ -88,11 +93,13 @@ def main(argv: list[str] | None = None) -> int:
             result = {"repeat": repeat + 1, "hosts": count,
                       **run(args.inventory, limit, extra, f"bench-validate-{stamp}-{repeat}-{count}")}
             runs.append(result)
-            node_changed = sum(r["changed"] for r in result["recap"].values())
+            # fetching the run's documents writes on the controller, not on the node
+            node_changed = sum("Fetch the node's" not in line for line in result["changed_lines"])
             print(f"repeat {repeat + 1}: {count} host(s): {result['wall_s']:6.2f} s wall, "
                   f"{result['cpu_s']:6.2f} CPU-s, "
                   f"rc {result['rc']}, checks' own time {[n['checks_s'] for n in result['nodes'].values()]}, "
-                  f"overhead {result['overhead_s']} s, changed {node_changed} {result['changed_lines']}", flush=True)
+                  f"overhead {result['overhead_s']} s, changed on the nodes {node_changed}: {result['changed_lines']}",
+                  flush=True)
 
     def median(count: int, key: str) -> float:
         return statistics.median(r[key] for r in runs if r["hosts"] == count)
