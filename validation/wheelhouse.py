@@ -6,13 +6,15 @@ playbooks/validate.yml installs the suite on every node from wheels built on the
 wheelhouse lives in `WHEELHOUSE/<digest>/`, where the digest covers every file the rocm-fleet wheel is
 built from and the pytest-testinfra version this controller runs: an unchanged checkout finds its
 wheels there and builds nothing, and the wheels are reproducible (SOURCE_DATE_EPOCH fixed, so the zip
-timestamps do not move), so the copy to a node is unchanged and the node reinstalls nothing. Only the
+timestamps do not move), so the copy to a node is unchanged. Each wheelhouse holds its digest in
+DIGEST: a node records the digest it installed, and skips the whole install while it matches. Only the
 standard library is imported: the playbook runs this file from the checkout it builds.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import importlib.metadata
 import json
@@ -27,13 +29,22 @@ from pathlib import Path
 PROJECT_FILES = ("pyproject.toml", "README.md", "LICENSE")
 SKIP_PARTS = {"__pycache__"}
 SKIP_SUFFIXES = {".pyc", ".pyo"}
+DIGEST_FILE = "DIGEST"                     # the wheelhouse's name, inside it: nodes record what they installed
 KEEP = 4                                   # wheelhouses kept beside the newest (older checkouts, rollbacks)
 # 1980-01-01, the earliest time a zip entry can hold: the build's clock never reaches the bytes.
 SOURCE_DATE_EPOCH = "315532800"
 
 
+class WheelhouseError(Exception):
+    """Said in one line, exit 2."""
+
+
 def testinfra_requirement() -> str:
-    return f"pytest-testinfra=={importlib.metadata.version('pytest-testinfra')}"
+    try:
+        return f"pytest-testinfra=={importlib.metadata.version('pytest-testinfra')}"
+    except importlib.metadata.PackageNotFoundError:
+        raise WheelhouseError(f"pytest-testinfra is not installed for {sys.executable}; the nodes get the version the "
+                              "controller runs (pip install pytest-testinfra, or run .ci/setup)") from None
 
 
 def source_files(root: Path) -> list[Path]:
@@ -62,29 +73,48 @@ def build(root: Path, into: Path, requirement: str | None) -> None:
             copy = source / path.relative_to(root)
             copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, copy)
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(into),
-                        str(source), *([requirement] if requirement else [])], check=True, env=env)
+        # pip's own output goes to stderr: stdout is the one JSON line the playbook reads
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(into),
+                               str(source), *([requirement] if requirement else [])],
+                              stdout=2, check=False, env=env)      # fd 2: the process's stderr
+        if proc.returncode != 0:
+            raise WheelhouseError(f"pip wheel failed (exit {proc.returncode}) building {root} and {requirement}; "
+                                  "its output is above")
 
 
 def ensure(root: Path, base: Path, requirement: str | None = None) -> tuple[Path, bool]:
-    """The wheelhouse for this source, and whether it had to be built now."""
+    """The wheelhouse for this source, and whether it had to be built now. Two runs from one checkout
+    take turns (a lock file): the second finds what the first built, and a complete wheelhouse is
+    never removed while a run may be copying from it."""
     requirement = requirement or testinfra_requirement()
     target = base / digest(root, requirement)
-    if target.is_dir() and any(target.glob("rocm_fleet-*.whl")) and any(target.glob("pytest_testinfra-*.whl")):
-        return target, False
     base.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=base, prefix=".building-"))
-    try:
-        build(root, staging, requirement)
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)             # whole or not at all: a killed build leaves no half wheelhouse
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    prune(base, keep=target)
+    with (base / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if complete(target):
+            os.utime(target)               # in use: pruning keeps the most recently used
+            return target, False
+        for stale in base.glob(".building-*"):     # a build killed before it finished
+            shutil.rmtree(stale, ignore_errors=True)
+        staging = Path(tempfile.mkdtemp(dir=base, prefix=".building-"))
+        try:
+            build(root, staging, requirement)
+            (staging / DIGEST_FILE).write_text(target.name + "\n")
+            shutil.rmtree(target, ignore_errors=True)      # incomplete, or it would have been returned above
+            staging.rename(target)         # whole or not at all
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        prune(base, keep=target)
     return target, True
 
 
+def complete(target: Path) -> bool:
+    return ((target / DIGEST_FILE).is_file() and any(target.glob("rocm_fleet-*.whl"))
+            and any(target.glob("pytest_testinfra-*.whl")))
+
+
 def prune(base: Path, keep: Path) -> None:
+    """Keep the KEEP most recently used wheelhouses beside `keep`."""
     others = sorted((p for p in base.iterdir() if p.is_dir() and p != keep and not p.name.startswith(".")),
                     key=lambda p: p.stat().st_mtime, reverse=True)
     for old in others[KEEP:]:
@@ -96,7 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, required=True, help="the checkout to build rocm-fleet from")
     parser.add_argument("--dir", type=Path, required=True, help="where wheelhouses are kept, one per digest")
     args = parser.parse_args(argv)
-    path, built = ensure(args.root.resolve(), args.dir.resolve())
+    try:
+        path, built = ensure(args.root.resolve(), args.dir.resolve())
+    except WheelhouseError as exc:
+        print(f"wheelhouse: {exc}", file=sys.stderr)
+        return 2
     print(json.dumps({"path": str(path), "built": built}))
     return 0
 

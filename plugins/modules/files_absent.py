@@ -52,7 +52,11 @@ def main() -> None:
         module.fail_json(msg=f"refusing to remove directories: {', '.join(directories)}")
     if not module.check_mode:
         for path in present:
-            Path(path).unlink()
+            try:
+                Path(path).unlink(missing_ok=True)
+            except OSError as exc:
+                module.fail_json(msg=f"could not remove {path}: {exc.strerror}",
+                                 removed_before=present[:present.index(path)])
     module.exit_json(changed=bool(present), removed=present,
                      diff={"before": "".join(f"{p}\n" for p in present), "after": ""})
 

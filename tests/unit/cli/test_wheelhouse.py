@@ -59,6 +59,41 @@ def test_an_unchanged_source_finds_its_wheelhouse_and_builds_nothing(tmp_path: P
     again, fresh_again = wheelhouse.ensure(root, tmp_path / "houses", "pytest-testinfra==10.2.2")
     assert (fresh, fresh_again, again, len(built)) == (True, False, path, 1)
     assert path.name == wheelhouse.digest(root, "pytest-testinfra==10.2.2")
+    assert (path / "DIGEST").read_text() == path.name + "\n"       # what a node records as installed
     (root / "validation" / "__init__.py").write_text("# changed\n")
     changed, fresh = wheelhouse.ensure(root, tmp_path / "houses", "pytest-testinfra==10.2.2")
     assert fresh and changed != path and not list((tmp_path / "houses").glob(".building-*"))
+
+
+def test_two_runs_at_once_build_one_wheelhouse_and_a_killed_build_is_swept(tmp_path: Path, monkeypatch) -> None:
+    import threading
+    import time
+    root = small_project(tmp_path)
+    houses = tmp_path / "houses"
+    (houses / ".building-killed").mkdir(parents=True)            # what a killed run leaves
+    built: list[Path] = []
+
+    def slow_build(_root: Path, into: Path, _req: str | None) -> None:
+        built.append(into)
+        time.sleep(0.3)                                           # the other run arrives meanwhile
+        (into / "rocm_fleet-0.1.0-py3-none-any.whl").write_bytes(b"w")
+        (into / "pytest_testinfra-10.2.2-py3-none-any.whl").write_bytes(b"t")
+
+    monkeypatch.setattr(wheelhouse, "build", slow_build)
+    results: list[tuple[Path, bool]] = []
+    runs = [threading.Thread(target=lambda: results.append(wheelhouse.ensure(root, houses, "pytest-testinfra==10.2.2")))
+            for _ in range(2)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join()
+    assert len(built) == 1 and sorted(fresh for _, fresh in results) == [False, True]
+    assert results[0][0] == results[1][0] and wheelhouse.complete(results[0][0])
+    assert not list(houses.glob(".building-*"))
+
+
+def test_the_command_says_in_one_line_when_pip_fails(tmp_path: Path, capsys) -> None:
+    root = small_project(tmp_path)
+    (root / "pyproject.toml").write_text("[project\\nbroken")
+    assert wheelhouse.main(["--root", str(root), "--dir", str(tmp_path / "houses")]) == 2
+    assert "wheelhouse: pip wheel failed" in capsys.readouterr().err
