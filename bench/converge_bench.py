@@ -6,7 +6,8 @@
 The hosts must already be converged (a first `ansible-playbook playbooks/site.yml`), so every
 repeat is the no-op an operator re-runs after each change. Each repeat runs, in this order: the
 trivial play (facts and one debug) on one host, the playbook on one host, the trivial play on all
-hosts, the playbook on all hosts. Per run it records the wall time, the controller's CPU seconds
+hosts, the playbook on all hosts (and, with --shards N, site.yml on all hosts through `rocm-fleet converge
+--shards N`). Per run it records the wall time, the controller's CPU seconds
 (ansible-playbook and everything it forked: workers and ssh, from the children's rusage), and the
 recap of every host (ok, changed, skipped, failed: a no-op must show changed=0). It prints the
 ratios the issue sets goals for: playbook / trivial play on the same hosts, CPU-s per host, and all
@@ -45,12 +46,17 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(playbook: Path, inventory: Path, limit: str, extra: list[str]) -> dict:
+def run(playbook: Path, inventory: Path, limit: str, extra: list[str], shards: int = 0) -> dict:
     before = children_cpu()
     start = time.perf_counter()
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
-                           "--limit", limit, str(playbook), *extra],
-                          cwd=ROOT, capture_output=True, text=True, check=False,
+    if shards:       # rocm-fleet converge: site.yml in `shards` processes at once; it prints every host's recap
+        argv = [str(Path(sys.executable).parent / "rocm-fleet"), "converge", "-i", str(inventory), "--hosts", limit,
+                "--shards", str(shards), "--log-dir", tempfile.mkdtemp(prefix="rf-converge-bench-"),
+                *(["--", *extra] if extra else [])]
+    else:
+        argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), "--limit", limit,
+                str(playbook), *extra]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False,
                           env={**os.environ, "ANSIBLE_FORCE_COLOR": "0"})
     wall = time.perf_counter() - start
     recap = {m[1]: {"ok": int(m[2]), "changed": int(m[3]), "unreachable": int(m[4]), "failed": int(m[5]),
@@ -70,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("-e", "--extra-vars", action="append", default=[])
+    parser.add_argument("--shards", type=int, default=0,
+                        help="also run site.yml on all hosts through `rocm-fleet converge --shards N` each repeat")
     args = parser.parse_args(argv)
     listed = subprocess.run([str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(args.inventory),
                              "--list"], capture_output=True, text=True, check=True, cwd=ROOT)
@@ -89,11 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         trivial.write_text(TRIVIAL)
         variants = [("trivial", trivial, one, 1), ("playbook", args.playbook, one, 1),
                     ("trivial", trivial, args.hosts, len(hosts)), ("playbook", args.playbook, args.hosts, len(hosts))]
+        if args.shards:
+            variants.append(("sharded", args.playbook, args.hosts, len(hosts)))
         runs: list[dict] = []
         for repeat in range(args.repeats):
             for name, playbook, limit, count in variants:
                 result = {"repeat": repeat + 1, "variant": name, "hosts": count,
-                          **run(playbook, args.inventory, limit, extra if name == "playbook" else [])}
+                          **run(playbook, args.inventory, limit, extra if name != "trivial" else [],
+                                shards=args.shards if name == "sharded" else 0)}
                 runs.append(result)
                 per_host = [sum(r[k] for k in ("ok", "changed", "skipped", "failed")) for r in result["recap"].values()]
                 changed = sum(r["changed"] for r in result["recap"].values())
@@ -114,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     one_wall, all_wall = median("playbook", 1, "wall_s"), median("playbook", len(hosts), "wall_s")
     summary["all_over_one_wall"] = round(all_wall / one_wall, 2)
     summary["all_over_one_cpu"] = round(median("playbook", len(hosts), "cpu_s") / median("playbook", 1, "cpu_s"), 2)
+    if args.shards:
+        summary["sharded"] = {"shards": args.shards, "wall_s": median("sharded", len(hosts), "wall_s"),
+                              "cpu_s_per_host": round(median("sharded", len(hosts), "cpu_s") / len(hosts), 2),
+                              "over_trivial": round(median("sharded", len(hosts), "wall_s")
+                                                    / median("trivial", len(hosts), "wall_s"), 2),
+                              "over_one_host": round(median("sharded", len(hosts), "wall_s") / one_wall, 2)}
     print(json.dumps(summary, indent=2))
     if args.json:
         args.json.write_text(json.dumps({"hosts": hosts, "playbook": str(args.playbook), "runs": runs,
