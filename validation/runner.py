@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,13 @@ from pathlib import Path
 from validation.errors import ProbeError
 
 log = logging.getLogger(__name__)
+
+
+def environment_tool(name: str) -> str | None:
+    """A command of this Python's environment, found beside the interpreter first and then on PATH:
+    the ansible commands of the venv rocm-fleet runs from, as the playbooks run them."""
+    beside = Path(sys.executable).with_name(name)
+    return str(beside) if beside.exists() else shutil.which(name)
 
 # After the kill, how long to wait for the pipes to drain (the group is dead by then).
 _DRAIN_S = 5.0

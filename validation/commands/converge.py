@@ -17,15 +17,14 @@ import argparse
 import datetime as dt
 import os
 import re
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from validation.errors import RocmFleetError
+from validation.runner import environment_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 RECAP = re.compile(r"^(\S+)\s+: ok=\d+\s+changed=\d+\s+unreachable=(\d+)\s+failed=(\d+).*$", re.M)
@@ -58,8 +57,7 @@ def _positive(text: str) -> int:
 
 def tool(name: str) -> str:
     """An Ansible command of this environment (next to this Python first, as the playbooks run it)."""
-    beside = Path(sys.executable).with_name(name)
-    found = str(beside) if beside.exists() else shutil.which(name)
+    found = environment_tool(name)
     if not found:
         raise RocmFleetError(f"{name} is not installed; install ansible-core in this environment (.ci/setup)")
     return found

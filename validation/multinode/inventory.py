@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from validation.multinode.model import METHODS, ClusterError, ClusterSpec, Connection, Node
+from validation.runner import environment_tool
 from validation.spec import role_defaults
 
 INVENTORY_TIMEOUT_S = 120
@@ -26,8 +25,7 @@ INVENTORY_TIMEOUT_S = 120
 
 def ansible_inventory(path: Path) -> dict[str, Any]:
     """`ansible-inventory -i PATH --list` as a dict (found next to this interpreter first)."""
-    tool = Path(sys.executable).with_name("ansible-inventory")
-    exe = str(tool) if tool.exists() else shutil.which("ansible-inventory")
+    exe = environment_tool("ansible-inventory")
     if exe is None:
         raise ClusterError("ansible-inventory is not installed; install ansible-core in this environment")
     proc = subprocess.run([exe, "-i", str(path), "--list"], capture_output=True, text=True,
