@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import resource
 import statistics
 import subprocess
@@ -27,6 +26,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from validation.recap import counts as recap_counts
 
 ROOT = Path(__file__).resolve().parents[1]
 TRIVIAL = """\
@@ -38,7 +39,6 @@ TRIVIAL = """\
       ansible.builtin.debug:
         msg: hello
 """
-RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.M)
 
 
 def children_cpu() -> float:
@@ -59,8 +59,7 @@ def run(playbook: Path, inventory: Path, limit: str, extra: list[str], shards: i
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False,
                           env={**os.environ, "ANSIBLE_FORCE_COLOR": "0"})
     wall = time.perf_counter() - start
-    recap = {m[1]: {"ok": int(m[2]), "changed": int(m[3]), "unreachable": int(m[4]), "failed": int(m[5]),
-                    "skipped": int(m[6])} for m in RECAP.finditer(proc.stdout)}
+    recap = recap_counts(proc.stdout)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-2000:])
     return {"wall_s": round(wall, 2), "cpu_s": round(children_cpu() - before, 2), "rc": proc.returncode,

@@ -18,7 +18,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import re
 import resource
 import statistics
 import subprocess
@@ -26,8 +25,9 @@ import sys
 import time
 from pathlib import Path
 
+from validation.recap import counts as recap_counts
+
 ROOT = Path(__file__).resolve().parents[1]
-RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.M)
 
 
 def children_cpu() -> float:
@@ -50,7 +50,7 @@ def run(inventory: Path, limit: str, extra: list[str], name: str) -> dict:
                           cwd=ROOT, capture_output=True, text=True, check=False,
                           env={**os.environ, "ANSIBLE_FORCE_COLOR": "0"})
     wall = time.perf_counter() - start
-    recap = {m[1]: {"ok": int(m[2]), "changed": int(m[3]), "failed": int(m[5])} for m in RECAP.finditer(proc.stdout)}
+    recap = recap_counts(proc.stdout)
     nodes = {}
     for path in sorted((ROOT / "results" / name).glob("*.json")):
         doc = json.loads(path.read_text())

@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 # The wheel's own inputs: the package tree and the project files setuptools reads.
@@ -83,22 +84,28 @@ def build(root: Path, into: Path, requirement: str | None) -> None:
 
 
 def ensure(root: Path, base: Path, requirement: str | None = None) -> tuple[Path, bool]:
-    """The wheelhouse for this source, and whether it had to be built now. Two runs from one checkout
-    take turns (a lock file): the second finds what the first built, and a complete wheelhouse is
-    never removed while a run may be copying from it."""
+    """The wheelhouse for this source, and whether it had to be built now."""
     requirement = requirement or testinfra_requirement()
-    target = base / digest(root, requirement)
+    return build_once(base, digest(root, requirement), lambda staging: build(root, staging, requirement), complete)
+
+
+def build_once(base: Path, name: str, make: Callable[[Path], None],
+               is_complete: Callable[[Path], bool]) -> tuple[Path, bool]:
+    """`base/name`, made by `make(staging)` unless it is already complete, and whether it was made now.
+    Two runs from one checkout take turns (a lock file): the second finds what the first built, and a
+    complete directory is never removed while a run may be copying from it. Its name goes into DIGEST."""
+    target = base / name
     base.mkdir(parents=True, exist_ok=True)
     with (base / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if complete(target):
+        if is_complete(target):
             os.utime(target)               # in use: pruning keeps the most recently used
             return target, False
         for stale in base.glob(".building-*"):     # a build killed before it finished
             shutil.rmtree(stale, ignore_errors=True)
         staging = Path(tempfile.mkdtemp(dir=base, prefix=".building-"))
         try:
-            build(root, staging, requirement)
+            make(staging)
             (staging / DIGEST_FILE).write_text(target.name + "\n")
             shutil.rmtree(target, ignore_errors=True)      # incomplete, or it would have been returned above
             staging.rename(target)         # whole or not at all

@@ -19,7 +19,7 @@ _HERE = str(Path(__file__).resolve().parents[2])
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from validation import compat, cstates, declared, openpgp, spec  # noqa: E402
+from validation import compat, cstates, declared, openpgp, recap, spec  # noqa: E402
 from validation.multinode import cluster_ssh  # noqa: E402
 from validation.multinode.model import ClusterError  # noqa: E402
 
@@ -102,6 +102,13 @@ def settings_problems(values: dict) -> list[str]:
     return cluster_ssh.settings_problems(**values)
 
 
+# --- self_converge --------------------------------------------------------------------------------
+
+def play_recap(output: str, host: str) -> dict[str, int]:
+    """`host`'s counts in the last PLAY RECAP of an ansible-playbook output (empty when it has none)."""
+    return recap.counts(output).get(host, {})
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
@@ -123,6 +130,7 @@ class FilterModule:
             "cstates_absent": cstates_absent,
             "declared_state": declared_state,
             "roles_for": roles_for,
+            "play_recap": play_recap,
             "cluster_own_addresses": own_addresses,
             "cluster_sources_problem": sources_problem,
             "cluster_authorized_key": authorized_key,

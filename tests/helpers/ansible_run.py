@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -14,11 +13,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from validation import recap
 from validation.lab import Lab
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
 @dataclass(frozen=True)
@@ -28,8 +27,7 @@ class PlaybookRun:
     seconds: float
 
     def recap(self) -> dict[str, dict[str, int]]:
-        return {m[1]: {"ok": int(m[2]), "changed": int(m[3]), "unreachable": int(m[4]), "failed": int(m[5])}
-                for m in RECAP.finditer(self.output)}
+        return recap.counts(self.output)
 
     def changed(self) -> int:
         return sum(h["changed"] for h in self.recap().values())

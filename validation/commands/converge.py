@@ -16,18 +16,17 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import re
 import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from validation import recap
 from validation.errors import RocmFleetError
 from validation.runner import environment_tool
 
 ROOT = Path(__file__).resolve().parents[2]
-RECAP = re.compile(r"^(\S+)\s+: ok=\d+\s+changed=\d+\s+unreachable=(\d+)\s+failed=(\d+).*$", re.M)
 # ansible-playbook's exit codes (ansible.errors.ExitCode): bit 2 a host failed, bit 4 a host unreachable,
 # both from a run that reached its PLAY RECAP; 4 is also a parser error, which has no recap. The rest
 # (1 error, 5 bad options, 99 interrupted, 250 unexpected) mean the slice gave no verdict.
@@ -168,9 +167,8 @@ def _stop(parts: list[Slice]) -> None:
 def report(parts: list[Slice], seconds: float) -> int:
     print("\nPLAY RECAP (every slice)")
     for part in parts:
-        text = part.output()
-        for match in RECAP.finditer(text[text.rfind("PLAY RECAP"):] if "PLAY RECAP" in text else ""):
-            print(match.group(0))
+        for line in recap.lines(part.output()):
+            print(line)
     print()
     for part in parts:
         print(f"slice {part.index + 1}: {len(part.hosts)} hosts, exit {part.rc} ({part.verdict()}), "

@@ -10,6 +10,7 @@ connection variables from each node's own.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 from collections.abc import Mapping
@@ -25,13 +26,20 @@ INVENTORY_TIMEOUT_S = 120
 
 def ansible_inventory(path: Path) -> dict[str, Any]:
     """`ansible-inventory -i PATH --list` as a dict (found next to this interpreter first)."""
+    return ansible_inventory_sources([str(path)])
+
+
+def ansible_inventory_sources(sources: list[str]) -> dict[str, Any]:
+    """`ansible-inventory -i SOURCE ... --list` as a dict: every group, and each host's merged variables
+    (the declared ones: facts a fact cache kept from an earlier play are left out)."""
     exe = environment_tool("ansible-inventory")
     if exe is None:
         raise ClusterError("ansible-inventory is not installed; install ansible-core in this environment")
-    proc = subprocess.run([exe, "-i", str(path), "--list"], capture_output=True, text=True,
-                          timeout=INVENTORY_TIMEOUT_S, check=False)
+    proc = subprocess.run([exe, *(arg for source in sources for arg in ("-i", source)), "--list"],
+                          capture_output=True, text=True, timeout=INVENTORY_TIMEOUT_S, check=False,
+                          env={**os.environ, "ANSIBLE_CACHE_PLUGIN": "memory"})
     if proc.returncode != 0:
-        raise ClusterError(f"ansible-inventory could not read {path}: {proc.stderr.strip()[-500:]}")
+        raise ClusterError(f"ansible-inventory could not read {', '.join(sources)}: {proc.stderr.strip()[-500:]}")
     return json.loads(proc.stdout)
 
 

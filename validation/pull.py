@@ -1,0 +1,164 @@
+"""What a node needs to converge itself: a pinned copy of this checkout, the controller's ansible-core,
+and its own inventory.
+
+    python -m validation.pull --root CHECKOUT --dir BUNDLES -i INVENTORY [-i ...] HOST...
+        prints {"path": BUNDLE, "built": bool, "digest": ..., "inventories": {HOST: {...}}}
+
+playbooks/pull.yml copies the bundle to each node, which then runs playbooks/site.yml over a local
+connection, as `ansible-pull` would, so the controller's cost per node is a handful of commands
+however many tasks the roles have. The bundle is content-addressed like the suite's wheelhouse
+(validation/wheelhouse.py): `BUNDLES/<digest>/` holds the checkout's files as git sees them (tracked
+and untracked-but-not-ignored, so an uncommitted change is what the nodes run) in a reproducible
+tar, and the wheel of the ansible-core version this controller runs, so nodes converge with the same
+Ansible. A node's inventory is its own variables as the controller's inventory merges them, its groups,
+and a local connection in place of the controller's way of reaching it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import importlib.metadata
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from validation.errors import RocmFleetError
+from validation.multinode.inventory import ansible_inventory_sources
+from validation.wheelhouse import DIGEST_FILE, SOURCE_DATE_EPOCH, build_once
+
+CHECKOUT = "rocm-fleet-checkout.tar.gz"
+# Reaching the node from the controller; on the node the connection is local.
+CONNECTION_VARS = ("ansible_host", "ansible_port", "ansible_user", "ansible_password", "ansible_connection",
+                   "ansible_ssh_", "ansible_private_key_file", "ansible_become_password", "ansible_become_pass",
+                   "ansible_python_interpreter")
+
+
+class PullError(RocmFleetError):
+    """Said in one line, exit 2."""
+
+
+def ansible_requirement() -> str:
+    return f"ansible-core=={importlib.metadata.version('ansible-core')}"
+
+
+def checkout_files(root: Path) -> list[str]:
+    """The checkout's files as git sees them: tracked (less the deleted) and untracked-but-not-ignored."""
+    proc = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                          capture_output=True, check=False)
+    if proc.returncode != 0:
+        raise PullError(f"{root} is not a git checkout ({proc.stderr.decode(errors='replace').strip()[-200:]}); "
+                        "the nodes get the checkout's files as git lists them")
+    names = {name for name in proc.stdout.decode().split("\0") if name}
+    return sorted(name for name in names if os.path.lexists(root / name))
+
+
+def digest(root: Path, files: list[str], requirement: str) -> str:
+    h = hashlib.sha256(requirement.encode() + b"\0")
+    for name in files:
+        path = root / name
+        h.update(name.encode() + b"\0")
+        if path.is_symlink():
+            h.update(b"L" + str(path.readlink()).encode())
+        else:
+            h.update(b"X" if os.access(path, os.X_OK) else b"F")
+            h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()[:20]
+
+
+def write_checkout(root: Path, files: list[str], into: Path) -> None:
+    """A tar of `files` whose bytes depend on their names, contents, links and executable bits only."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in files:
+            path = root / name
+            info = tarfile.TarInfo(name)
+            info.mtime = int(SOURCE_DATE_EPOCH)
+            info.uid = info.gid = 0
+            info.uname = info.gname = "root"
+            if path.is_symlink():
+                info.type, info.linkname, info.mode = tarfile.SYMTYPE, str(path.readlink()), 0o777
+                tar.addfile(info)
+                continue
+            data = path.read_bytes()
+            info.size, info.mode = len(data), 0o755 if os.access(path, os.X_OK) else 0o644
+            tar.addfile(info, io.BytesIO(data))
+    with (into / CHECKOUT).open("wb") as out, gzip.GzipFile(fileobj=out, mode="wb", mtime=0, filename="") as gz:
+        gz.write(buffer.getvalue())
+
+
+def build(root: Path, files: list[str], into: Path, requirement: str) -> None:
+    write_checkout(root, files, into)
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(into),
+                           requirement], stdout=2, check=False)      # fd 2: stdout is the JSON line
+    if proc.returncode != 0:
+        raise PullError(f"pip wheel failed (exit {proc.returncode}) for {requirement}; its output is above")
+
+
+def complete(target: Path) -> bool:
+    return ((target / DIGEST_FILE).is_file() and (target / CHECKOUT).is_file()
+            and any(target.glob("ansible_core-*.whl")))
+
+
+def ensure(root: Path, base: Path) -> tuple[Path, bool]:
+    """The bundle of this checkout, and whether it had to be built now."""
+    requirement = ansible_requirement()
+    files = checkout_files(root)
+    return build_once(base, digest(root, files, requirement), lambda staging: build(root, files, staging, requirement),
+                      complete)
+
+
+def node_inventory(listing: Mapping[str, Any], host: str) -> dict[str, Any]:
+    """`host`'s inventory for a run on the node itself: its merged variables less the ways the controller
+    reaches it, every group it is in (flattened: membership is what plays and group_names use), and a
+    local connection through the node's own Python."""
+    hostvars = listing.get("_meta", {}).get("hostvars", {})
+    if host not in hostvars and not any(host in doc.get("hosts", []) for doc in listing.values()):
+        raise PullError(f"{host} is not in the inventory")
+    own = {name: value for name, value in hostvars.get(host, {}).items()
+           if not name.startswith(CONNECTION_VARS)}
+    own.update(ansible_connection="local", ansible_python_interpreter="/usr/bin/python3")
+    groups = sorted(name for name in listing if name not in {"_meta", "all", "ungrouped"}
+                    and host in _members(listing, name, set()))
+    return {"all": {"hosts": {host: own}, "children": {name: {"hosts": {host: None}} for name in groups}}}
+
+
+def _members(listing: Mapping[str, Any], group: str, seen: set[str]) -> set[str]:
+    """The hosts of `group` and of its children, at any depth."""
+    seen.add(group)
+    doc = listing.get(group, {})
+    hosts = set(doc.get("hosts", []))
+    for child in doc.get("children", []):
+        if child not in seen:
+            hosts |= _members(listing, child, seen)
+    return hosts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m validation.pull", description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, required=True, help="the checkout the nodes converge from")
+    parser.add_argument("--dir", type=Path, required=True, help="where bundles are kept, one per digest")
+    parser.add_argument("-i", "--inventory", action="append", default=[], required=True,
+                        help="the controller's inventory sources (as ansible-playbook got them)")
+    parser.add_argument("hosts", nargs="+", help="the nodes to write inventories for")
+    args = parser.parse_args(argv)
+    try:
+        path, built = ensure(args.root.resolve(), args.dir.resolve())
+        listing = ansible_inventory_sources([str(p) for p in args.inventory])
+        inventories = {host: node_inventory(listing, host) for host in args.hosts}
+    except RocmFleetError as exc:
+        print(f"pull: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({"path": str(path), "built": built, "digest": path.name, "inventories": inventories}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
