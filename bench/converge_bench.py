@@ -1,17 +1,18 @@
 """No-op converge against a trivial play on the same hosts, interleaved in one run (issue 20).
 
     python -m bench.converge_bench -i INVENTORY [--limit-one HOST] [--repeats 2] [--json FILE]
-                                   [--playbook playbooks/site.yml]
+                                   [--playbook playbooks/site.yml] [--shards N] [--pull]
 
 The hosts must already be converged (a first `ansible-playbook playbooks/site.yml`), so every
 repeat is the no-op an operator re-runs after each change. Each repeat runs, in this order: the
 trivial play (facts and one debug) on one host, the playbook on one host, the trivial play on all
 hosts, the playbook on all hosts (and, with --shards N, site.yml on all hosts through `rocm-fleet converge
---shards N`). Per run it records the wall time, the controller's CPU seconds
-(ansible-playbook and everything it forked: workers and ssh, from the children's rusage), and the
-recap of every host (ok, changed, skipped, failed: a no-op must show changed=0). It prints the
-ratios the issue sets goals for: playbook / trivial play on the same hosts, CPU-s per host, and all
-hosts / one host.
+--shards N`; with --pull, playbooks/pull.yml, where the nodes converge themselves, on one host and on all
+hosts, and through `rocm-fleet converge --pull --shards N`). Per run it records the wall time, the
+controller's CPU seconds (ansible-playbook and everything it forked: workers and ssh, from the
+children's rusage), and the recap of every host (ok, changed, skipped, failed: a no-op must show
+changed=0). It prints the ratios the issue sets goals for: playbook / trivial play on the same hosts,
+CPU-s per host, and all hosts / one host.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from validation.recap import counts as recap_counts
 
 ROOT = Path(__file__).resolve().parents[1]
+PULL = ROOT / "playbooks/pull.yml"
 TRIVIAL = """\
 - name: Trivial play (facts and one debug)
   hosts: all
@@ -46,13 +49,13 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(playbook: Path, inventory: Path, limit: str, extra: list[str], shards: int = 0) -> dict:
+def run(playbook: Path, inventory: Path, limit: str, extra: list[str], shards: int = 0, pull: bool = False) -> dict:
     before = children_cpu()
     start = time.perf_counter()
     if shards:       # rocm-fleet converge: site.yml in `shards` processes at once; it prints every host's recap
         argv = [str(Path(sys.executable).parent / "rocm-fleet"), "converge", "-i", str(inventory), "--hosts", limit,
                 "--shards", str(shards), "--log-dir", tempfile.mkdtemp(prefix="rf-converge-bench-"),
-                *(["--", *extra] if extra else [])]
+                *(["--pull"] if pull else []), *(["--", *extra] if extra else [])]
     else:
         argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), "--limit", limit,
                 str(playbook), *extra]
@@ -77,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-e", "--extra-vars", action="append", default=[])
     parser.add_argument("--shards", type=int, default=0,
                         help="also run site.yml on all hosts through `rocm-fleet converge --shards N` each repeat")
+    parser.add_argument("--pull", action="store_true",
+                        help="also run playbooks/pull.yml (nodes converge themselves) on one and on all hosts")
     args = parser.parse_args(argv)
     listed = subprocess.run([str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(args.inventory),
                              "--list"], capture_output=True, text=True, check=True, cwd=ROOT)
@@ -98,12 +103,16 @@ def main(argv: list[str] | None = None) -> int:
                     ("trivial", trivial, args.hosts, len(hosts)), ("playbook", args.playbook, args.hosts, len(hosts))]
         if args.shards:
             variants.append(("sharded", args.playbook, args.hosts, len(hosts)))
+        if args.pull:
+            variants += [("pull", PULL, one, 1), ("pull", PULL, args.hosts, len(hosts))]
+            if args.shards:
+                variants.append(("pull-sharded", PULL, args.hosts, len(hosts)))
         runs: list[dict] = []
         for repeat in range(args.repeats):
             for name, playbook, limit, count in variants:
                 result = {"repeat": repeat + 1, "variant": name, "hosts": count,
                           **run(playbook, args.inventory, limit, extra if name != "trivial" else [],
-                                shards=args.shards if name == "sharded" else 0)}
+                                shards=args.shards if name.endswith("sharded") else 0, pull=name.startswith("pull"))}
                 runs.append(result)
                 per_host = [sum(r[k] for k in ("ok", "changed", "skipped", "failed")) for r in result["recap"].values()]
                 changed = sum(r["changed"] for r in result["recap"].values())
@@ -114,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     def median(name: str, count: int, key: str) -> float:
         return statistics.median(r[key] for r in runs if r["variant"] == name and r["hosts"] == count)
 
-    summary = {}
+    summary: dict[str, Any] = {}
     for count in sorted({1, len(hosts)}):
         summary[f"{count}_hosts"] = {
             "trivial_wall_s": median("trivial", count, "wall_s"),
@@ -130,6 +139,17 @@ def main(argv: list[str] | None = None) -> int:
                               "over_trivial": round(median("sharded", len(hosts), "wall_s")
                                                     / median("trivial", len(hosts), "wall_s"), 2),
                               "over_one_host": round(median("sharded", len(hosts), "wall_s") / one_wall, 2)}
+    if args.pull:
+        pulled = {count: median("pull", count, "wall_s") for count in sorted({1, len(hosts)})}
+        summary["pull"] = {
+            f"{count}_hosts": {"wall_s": wall, "over_trivial": round(wall / median("trivial", count, "wall_s"), 2),
+                               "cpu_s_per_host": round(median("pull", count, "cpu_s") / count, 2)}
+            for count, wall in pulled.items()}
+        summary["pull"]["all_over_one_wall"] = round(pulled[len(hosts)] / pulled[1], 2)
+        if args.shards:
+            summary["pull"]["sharded"] = {"wall_s": median("pull-sharded", len(hosts), "wall_s"),
+                                          "cpu_s_per_host": round(median("pull-sharded", len(hosts), "cpu_s")
+                                                                  / len(hosts), 2)}
     print(json.dumps(summary, indent=2))
     if args.json:
         args.json.write_text(json.dumps({"hosts": hosts, "playbook": str(args.playbook), "runs": runs,

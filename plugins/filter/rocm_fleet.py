@@ -109,6 +109,11 @@ def play_recap(output: str, host: str) -> dict[str, int]:
     return recap.counts(output).get(host, {})
 
 
+def play_failures(output: str) -> list[str]:
+    """The reasons of the failed tasks in an ansible-playbook output, one line each."""
+    return recap.failures(output)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
@@ -131,6 +136,7 @@ class FilterModule:
             "declared_state": declared_state,
             "roles_for": roles_for,
             "play_recap": play_recap,
+            "play_failures": play_failures,
             "cluster_own_addresses": own_addresses,
             "cluster_sources_problem": sources_problem,
             "cluster_authorized_key": authorized_key,

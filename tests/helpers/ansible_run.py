@@ -57,11 +57,12 @@ def run_playbook(inventory: Path, playbook_path: Path, *args: str, timeout_s: in
     return PlaybookRun(proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start)
 
 
-def converge_in_slices(inventory: Path, log_dir: Path, shards: int, *args: str, timeout_s: int = 1800) -> PlaybookRun:
-    """`rocm-fleet converge`: site.yml in `shards` ansible-playbook processes at once; the output is every
-    slice's log followed by the command's own (merged recap, one line per slice)."""
+def converge_in_slices(inventory: Path, log_dir: Path, shards: int, *args: str, pull: bool = False,
+                       timeout_s: int = 1800) -> PlaybookRun:
+    """`rocm-fleet converge`: site.yml (pull.yml with `pull`) in `shards` ansible-playbook processes at once;
+    the output is every slice's log followed by the command's own (merged recap, one line per slice)."""
     argv = [str(BIN / "rocm-fleet"), "converge", "-i", str(inventory), "--shards", str(shards),
-            "--log-dir", str(log_dir), *(["--", *args] if args else [])]
+            "--log-dir", str(log_dir), *(["--pull"] if pull else []), *(["--", *args] if args else [])]
     start = time.monotonic()
     proc = subprocess.run(argv, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout_s, check=False)
     logs = "".join(path.read_text() for path in sorted(log_dir.glob("shard-*.log")))

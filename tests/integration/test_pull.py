@@ -9,8 +9,10 @@ pull converges fresh hosts and the later checks hold the same.
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from ansible_run import PlaybookRun, playbook
+from ansible_run import PlaybookRun, converge_in_slices, playbook
 
 from validation import recap
 
@@ -19,11 +21,20 @@ PREFIX = "/opt/rocm-fleet/pull"
 
 
 @pytest.fixture(scope="module")
-def pulled(lab) -> tuple[PlaybookRun, PlaybookRun]:
-    first = playbook(lab.info.inventory, "pull.yml")
+def pulled(lab, tmp_path_factory) -> tuple[PlaybookRun, PlaybookRun]:
+    # The first pull is sharded (`rocm-fleet converge --pull`): its slices share one bundle build.
+    first = converge_in_slices(lab.info.inventory, tmp_path_factory.mktemp("pull"), 2, pull=True)
     assert first.rc == 0, first.output[-6000:]
     second = playbook(lab.info.inventory, "pull.yml")
     return first, second
+
+
+def test_a_sharded_pull_builds_one_bundle_and_names_every_host(lab, pulled) -> None:
+    first, _ = pulled
+    assert set(recap.counts(first.output)) >= {h.name for h in lab.info.hosts}
+    assert "(pull.yml) in 2 slices" in first.output
+    built = re.findall(r"TASK \[Find or build the bundle[^\n]*\n(changed|ok): ", first.output)
+    assert len(built) == 2 and built.count("changed") <= 1, built     # two slices, at most one build
 
 
 def test_a_repeat_pull_changes_nothing_and_installs_nothing(lab, pulled) -> None:

@@ -1,5 +1,5 @@
-"""`rocm-fleet converge -i INVENTORY [--shards N] [-- ANSIBLE-PLAYBOOK OPTIONS]`: playbooks/site.yml over
-many hosts on every controller core.
+"""`rocm-fleet converge -i INVENTORY [--shards N] [--pull] [-- ANSIBLE-PLAYBOOK OPTIONS]`: playbooks/site.yml
+over many hosts on every controller core.
 
 ansible-playbook runs every host's tasks through one main process, so a converge of hundreds of hosts
 is bound by one core however many forks it has. This runs N ansible-playbook processes, each over its
@@ -8,7 +8,10 @@ playbook (preflight before any change, one reboot at most), and `rocm_fleet_seri
 within each slice. Each slice's output goes to its own log; the command prints one PLAY RECAP line per
 host, then one line per slice. Exit 0 when every slice succeeded, 1 when a host failed or was
 unreachable, 2 when a slice could not run (bad options, an inventory or playbook error, interrupted).
-Only site.yml: upgrade.yml's failure budget and validate.yml's one fleet report span all hosts.
+With --pull the slices run playbooks/pull.yml instead: each node converges itself from the pinned
+bundle (built once, whichever slice comes first) and the controller only installs and waits.
+Only site.yml or pull.yml: upgrade.yml's failure budget and validate.yml's one fleet report span all
+hosts.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="inventory pattern to converge (site.yml's rocm_fleet_hosts; default gpu_nodes)")
     p.add_argument("--shards", type=_positive, default=None, metavar="N",
                    help="ansible-playbook processes at once (default: the controller's CPUs, at most one per host)")
+    p.add_argument("--pull", action="store_true",
+                   help="nodes converge themselves (playbooks/pull.yml) instead of the controller running site.yml")
     p.add_argument("--log-dir", type=Path, default=None, metavar="DIR",
                    help="where each slice's output goes (default results/converge-<UTC stamp>/)")
     p.add_argument("playbook_args", nargs=argparse.REMAINDER, metavar="-- OPTIONS",
@@ -130,13 +135,15 @@ def run(args: argparse.Namespace) -> int:
     log_dir.mkdir(parents=True, exist_ok=True)
     parts = [Slice(i, part, log_dir / f"shard-{i + 1}.log") for i, part in enumerate(slices(hosts, args.shards
                                                                                               or os.cpu_count() or 1))]
-    print(f"rocm-fleet: converging {len(hosts)} hosts in {len(parts)} slices at once; logs in {log_dir}", flush=True)
+    playbook = ROOT / "playbooks" / ("pull.yml" if args.pull else "site.yml")
+    print(f"rocm-fleet: converging {len(hosts)} hosts ({playbook.name}) in {len(parts)} slices at once; "
+          f"logs in {log_dir}", flush=True)
     start = time.monotonic()
     try:
         for part in parts:
             limit = log_dir / f"shard-{part.index + 1}.hosts"
             limit.write_text("".join(f"{h}\n" for h in part.hosts))
-            argv = [tool("ansible-playbook"), "-i", str(args.inventory), str(ROOT / "playbooks" / "site.yml"),
+            argv = [tool("ansible-playbook"), "-i", str(args.inventory), str(playbook),
                     "--limit", f"@{limit}", "-e", f"rocm_fleet_hosts={args.hosts}", *extra]
             with part.log.open("w") as out:
                 part.proc = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,

@@ -84,6 +84,17 @@ def test_slices_run_side_by_side_and_the_recap_names_every_host(fake_ansible: Pa
     assert [line.split()[0] for line in out.splitlines() if "changed=" in line] == [
         "node0", "node2", "node4", "node1", "node3"]
     assert "slice 1: 3 hosts, exit 0 (ok)" in out and "slice 2: 2 hosts, exit 0 (ok)" in out
+    assert all(c["args"][2].endswith("playbooks/site.yml") for c in made)
+
+
+def test_pull_gives_every_slice_the_playbook_whose_nodes_converge_themselves(
+        fake_ansible: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    hosts(fake_ansible, ["n1", "n2", "n3"], monkeypatch)
+    assert main(["converge", "-i", str(fake_ansible / "inventory.yml"), "--shards", "2", "--pull", "--log-dir",
+                 str(fake_ansible / "logs")]) == 0
+    made = calls(fake_ansible)
+    assert len(made) == 2 and all(c["args"][2].endswith("playbooks/pull.yml") for c in made)
+    assert "(pull.yml) in 2 slices" in capsys.readouterr().out
 
 
 def test_a_limit_narrows_the_hosts_sliced_and_is_not_passed_on(fake_ansible: Path, monkeypatch: pytest.MonkeyPatch,

@@ -130,3 +130,24 @@ def test_the_play_recap_is_read_per_host_and_only_from_the_last_recap() -> None:
     assert len(recap.lines(OUTPUT)) == 2
     assert recap.counts("n1 : ok=1 changed=1 unreachable=0 failed=0\n") == {}      # no PLAY RECAP: none
     assert recap.counts("PLAY RECAP\n" + OUTPUT)["n1"]["changed"] == 2
+
+
+REFUSED = ROOT / "tests/fixtures/real/ansible-playbook/lab-debian13-self-converge-refused-rocm500.txt"
+
+
+def test_a_failed_run_gives_each_failure_s_reason_on_one_line() -> None:
+    text = REFUSED.read_text()
+    (reason,) = recap.failures(text)
+    assert reason.startswith("Refusing to change rfbench-1: ROCm 5.0.0 is not supported")
+    assert reason.endswith("add a site-qualified row with its source to rocm_repo_compat_extra.")
+    assert "Origin:" not in reason and "\n" not in reason
+    assert recap.counts(text)["rfbench-1"]["failed"] == 1
+
+
+def test_without_an_error_line_the_yaml_result_block_is_the_reason() -> None:
+    # Older ansible-core prints no [ERROR] line; derived here from the real output by dropping it.
+    text = "\n".join(row for row in REFUSED.read_text().splitlines() if not row.startswith("[ERROR]"))
+    (reason,) = recap.failures(text)
+    assert reason.startswith("fatal: [rfbench-1]: FAILED! => assertion: __problems | length == 0")
+    assert "msg: 'Refusing to change rfbench-1: ROCm 5.0.0" in reason and "rocm_repo_compat_extra.'" in reason
+    assert recap.failures(OUTPUT) == []
