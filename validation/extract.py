@@ -349,13 +349,14 @@ def rvs(record: Any, profile: TargetProfile) -> list[Verdict]:
     for (action, gpu_id), gflops in sorted(best.items()):
         m = _GST_ACTION.search(action)
         if m is None:
-            continue
-        if m["blas"]:
+            # A conf whose action names carry no dtype/init we know (newer RVS releases name them
+            # gst-1000Tflops-8K-fp8_r, ...): its shape is not the one our targets were measured with.
+            metric = "gemm_other_shape_tflops"
+        elif m["blas"]:
             metric = "gemm_fp32_tflops" if m["blas"] == "sgemm" else "gemm_fp64_tflops"
         else:
             metric = f"gemm_{m['dtype']}_{m['init']}_tflops"
-        if metric in profile:
-            verdicts.append(judge_value(metric, f"gpu id {gpu_id} ({action})", gflops / 1000, profile))
+        verdicts.append(_recorded(metric, f"gpu id {gpu_id} ({action})", gflops / 1000, profile, "TFLOPS"))
     # IET power samples are not judged here: each IET action names its own target (iet-620W-...,
     # iet-750W-...), and ramp-up samples below it are normal; the acceptance tier judges the sustained value.
     return verdicts

@@ -11,17 +11,18 @@ They run on the node itself (`--hosts=local://`, as playbooks/validate.yml does)
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from validation import extract, parsers, runner
-from validation.checks.outcome import CheckFailure, expect
+from validation.checks.outcome import CheckFailure, expect, fail_on_verdicts
 from validation.errors import ParseError
 from validation.judge import judge_timeout
 from validation.probes import native_commands
 from validation.probes.conv_shapes import ConvShape
-from validation.records import FAILING
+from validation.records import FAILING, Status
 from validation.spec import gpu_vendor
 
 pytestmark = [pytest.mark.quick, pytest.mark.gpu]
@@ -117,14 +118,19 @@ def judge_run(tool: str, argv: list[str], raw: runner.RawRun, targets: Any, reco
     if getattr(parsed, "command", "") is None:
         parsed = dataclasses.replace(parsed, command=" ".join(argv))
     verdicts = [_on_gpu(v, gpu) for v in extract.verdicts_for(tool, parsed, targets)]
+    if not verdicts:
+        expect(raw.rc == 0, "RF-TOOL-FAILED", exited)
+        raise CheckFailure("RF-NOT-REPORTED", f"{' '.join(argv)} exited 0 but printed no measurement that "
+                           f"{tool}'s judge reads; an empty run is never a pass")
     for v in verdicts:
         record(v.metric, v.subject, v.measured if isinstance(v.measured, (int, float)) else None, v.unit,
                status=v.status.value, reason=v.reason, code=v.code, command=" ".join(argv))
     bad = [v for v in verdicts if v.status in FAILING]
     expect(raw.rc == 0 or bool(bad), "RF-TOOL-FAILED", exited)
-    if bad:
-        raise CheckFailure(bad[0].code or "RF-NOT-REPORTED", "; ".join(v.reason for v in bad[:8])
-                           + (f"; and {len(bad) - 8} more" if len(bad) > 8 else ""), bad[0].hint)
+    fail_on_verdicts(bad)
+    if all(v.status is Status.SKIP for v in verdicts):
+        pytest.skip(f"nothing judged, {len(verdicts)} measurement(s) recorded: "
+                    + "; ".join(v.reason for v in verdicts[:3]) + (" ..." if len(verdicts) > 3 else ""))
 
 
 def test_rccl_all_reduce_bus_bandwidth_correctness_and_no_dip(amd_node: int, targets: Any, record: Any) -> None:
@@ -163,15 +169,27 @@ RVS_CONF_DIRS = ("/opt/rocm/share/rocm-validation-suite/conf", "/opt/rocm/etc/ro
 
 
 def test_rvs_gst_gemm_per_gpu_against_the_sku_targets(host: Any, amd_node: int, spec: dict, targets: Any,
-                                                      record: Any) -> None:
-    """RVS GST (gst_single.conf of the SKU): best GFLOPS per action and GPU, judged with our own
-    copy of the targets and their sources; RVS's own `met:` flag is not trusted."""
+                                                      record: Any, tmp_path: Path) -> None:
+    """RVS GST (gst_single.conf of the SKU) on all GPUs at once: best GFLOPS per action and GPU,
+    judged with our own copy of the targets and their sources; RVS's own `met:` flag is not trusted.
+
+    The shipped conf sets no `parallel`, so RVS would stress one GPU after the other (8 × its
+    duration); we run a copy with `parallel: true` on every action, named in the record's command."""
+    _installed(["rvs"])
     sku_dir = spec.get("validation_rvs_conf_dir") or str(targets.name).split("-")[0].upper()
     conf = next((f"{base}/{sku_dir}/gst_single.conf" for base in RVS_CONF_DIRS
                  if host.file(f"{base}/{sku_dir}/gst_single.conf").exists), None)
-    if runner.which("rvs") is not None and conf is None:
+    if conf is None:
         pytest.skip(f"rvs is installed but has no {sku_dir}/gst_single.conf under {', '.join(RVS_CONF_DIRS)}")
-    run_and_judge("rvs", ["rvs", "-c", conf or "gst_single.conf"], targets, record)
+    try:
+        together = native_commands.rvs_conf_all_gpus_at_once(host.file(conf).content_string)
+    except ValueError as exc:
+        raise CheckFailure("RF-TOOL-FAILED", f"{conf}: {exc}; reinstall rocm-validation-suite") from exc
+    ours = tmp_path / f"{sku_dir}-gst_single-all-gpus-at-once.conf"
+    ours.write_text(together)
+    from validation.parsers import rvs
+
+    run_and_judge("rvs", rvs.argv(config=str(ours)), targets, record)
 
 
 @pytest.mark.parametrize("collective", ["all_gather", "alltoall"])

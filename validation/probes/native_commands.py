@@ -1,5 +1,6 @@
 """Command lines for the native ROCm tools of the quick tier: GEMM (hipblaslt-bench, rocblas-bench),
-MIOpenDriver conv layers and rccl-tests collectives. Pure: a case and options in, an argv out.
+MIOpenDriver conv layers, rccl-tests collectives and the RVS conf we run. Pure: a case and options
+in, an argv (or a conf's text) out.
 
 The GEMM cases copy the shapes behind the MI300X targets (validation/targets/data/mi300x.yaml):
 
@@ -18,6 +19,8 @@ what it sees, so it gets `HIP_VISIBLE_DEVICES=N` instead (`miopen_env`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import yaml
 
 from validation.parsers import miopen_driver
 from validation.parsers.rccl_tests import collective_argv
@@ -202,3 +205,25 @@ def rccl_collective(collective: str, *, gpus: int, min_bytes: str = "8", max_byt
         raise ValueError(f"collective {collective!r} is not one of {', '.join(COLLECTIVES)}")
     return collective_argv(f"{collective}_perf", gpus=gpus, min_bytes=min_bytes, max_bytes=max_bytes,
                            step_factor=2, iters=iters, warmup_iters=warmup_iters, check=True, dtype=None, op=None)
+
+
+def rvs_conf_all_gpus_at_once(conf: str) -> str:
+    """The text of an RVS conf with `parallel: true` on every action, so that an action stresses all
+    its GPUs together instead of one after the other.
+
+    RVS defaults `parallel` to false (RVS_DEFAULT_PARALLEL), and GST's action then starts and joins
+    each GPU's worker in turn
+    (https://github.com/ROCm/ROCmValidationSuite/blob/06d0b3e6/gst.so/src/action.cpp,
+    do_gpu_stress_test): the shipped gst_single.conf, which sets no `parallel`, costs its
+    duration once per GPU. Every other key is kept as the conf has it.
+    """
+    try:
+        doc = yaml.safe_load(conf)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not an RVS conf: {exc}") from exc
+    actions = doc.get("actions") if isinstance(doc, dict) else None
+    if not isinstance(actions, list) or not actions or not all(isinstance(a, dict) for a in actions):
+        raise ValueError("not an RVS conf: it has no list of actions")
+    for action in actions:
+        action["parallel"] = True
+    return yaml.safe_dump(doc, sort_keys=False)

@@ -126,3 +126,42 @@ def test_all_gather_on_eight_gpus_checks_data_up_to_16_gib() -> None:
 def test_unknown_collective_is_refused() -> None:
     with pytest.raises(ValueError, match="all_reduce, all_gather, alltoall"):
         nc.rccl_collective("broadcast", gpus=8)
+
+
+# Two actions in the shape of RVS's rvs/conf/MI300X/gst_single.conf
+# (https://github.com/ROCm/ROCmValidationSuite/blob/3b48aa30/rvs/conf/MI300X/gst_single.conf):
+# no `parallel` key, `device: all`, comments above the actions.
+GST_CONF = """\
+# the shipped conf starts with a licence comment
+actions:
+- name: gst-1000Tflops-8K-fp8_r
+  device: all
+  module: gst
+  duration: 30000
+  matrix_size_a: 8192
+  data_type: fp8_r
+  transa: 1
+
+- name: gst-70Tflops-8K-dgemm
+  device: all
+  module: gst
+  duration: 30000
+  ops_type: dgemm
+  parallel: false
+"""
+
+
+def test_the_rvs_conf_we_run_stresses_every_gpu_of_each_action_together_and_keeps_the_rest() -> None:
+    import yaml
+
+    shipped = yaml.safe_load(GST_CONF)["actions"]
+    ours = yaml.safe_load(nc.rvs_conf_all_gpus_at_once(GST_CONF))["actions"]
+    assert [a.pop("parallel") for a in ours] == [True, True]
+    shipped[1].pop("parallel")
+    assert ours == shipped
+
+
+@pytest.mark.parametrize("text", ["", "actions: []", "actions:\n- just a string", "[1, 2]", "actions: [unclosed"])
+def test_a_file_that_is_not_an_rvs_conf_is_refused_by_name(text: str) -> None:
+    with pytest.raises(ValueError, match="not an RVS conf"):
+        nc.rvs_conf_all_gpus_at_once(text)
