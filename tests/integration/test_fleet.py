@@ -1,5 +1,5 @@
 """Fleet workflows on four lab hosts (issue 6): validate all at once, a rolling upgrade that stops
-at its failure budget, and a host that stops answering mid-run.
+at its failure budget, a node whose suite cannot start, and a host that stops answering mid-run.
 
 This module builds its own four-host lab (the session lab has two), provisions it with site.yml,
 and removes it at the end, also on failure. Order matters and is the file order: the upgrade
@@ -83,6 +83,20 @@ def test_validate_runs_on_every_host_at_once_and_aggregates(fleet: Lab) -> None:
     report = (RESULTS / f"{NAME}-four" / "fleet.md").read_text()
     assert "4 nodes" in report, report
     print(f"validate.yml: 1 host {one.seconds:.0f} s, 4 hosts {four.seconds:.0f} s")
+
+
+def test_a_node_whose_suite_cannot_start_is_named_with_the_suites_own_reason_at_once(fleet: Lab) -> None:
+    """The run's job exits at once (a file takes the place of its results directory): the follower's
+    first answer is the job's exit and stderr, so the play names the node with the suite's own line
+    instead of waiting 120 s for a progress file that never comes."""
+    h1 = hosts(fleet)[0]
+    run_id = f"{NAME}-cannot-start"
+    fleet.run(h1, ["sh", "-c", f"mkdir -p /var/lib/rocm-fleet/results && touch /var/lib/rocm-fleet/results/{run_id}"])
+    run = playbook(INVENTORY, "validate.yml", "--limit", h1, extra={**BASE, "rocm_fleet_run_name": run_id})
+    assert run.rc != 0, run.output[-5000:]
+    assert f"the suite on {h1} exited 2 and wrote no results document" in run.output, run.output[-5000:]
+    assert "File exists" in run.output and "(item=exited 2)" in run.output, run.output[-5000:]
+    assert "waiting for the run to start" not in run.output, run.output[-5000:]
 
 
 def test_rolling_upgrade_stops_at_the_failure_budget_and_leaves_the_failing_host_drained(fleet: Lab) -> None:
@@ -191,12 +205,11 @@ def test_a_host_that_stops_answering_mid_run_is_reported_unreachable(fleet: Lab)
     h1, h2, h3, h4 = hosts(fleet)
     run_id = f"{NAME}-unreachable"
     # the tier is running everywhere: take one host away
+    follow = "Follow the node's run and collect its results"
     run = playbook_acting(INVENTORY, "validate.yml", extra={**BASE, "rocm_fleet_run_name": run_id},
-                          when="TASK [validation_node : Follow the node's progress]", act=lambda: fleet.stop(h4),
-                          timeout_s=1500)
+                          when=f"TASK [validation_node : {follow}]", act=lambda: fleet.stop(h4), timeout_s=1500)
     assert run.rc != 0, run.output[-5000:]
-    assert "Follow the node's progress" in run.output and f"fatal: [{h4}]: UNREACHABLE!" in run.output, \
-        run.output[-3000:]
+    assert follow in run.output and f"fatal: [{h4}]: UNREACHABLE!" in run.output, run.output[-3000:]
     for host in (h1, h2, h3):
         doc = json.loads((RESULTS / run_id / f"{host}.json").read_text())
         assert doc["complete"], host

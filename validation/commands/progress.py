@@ -6,7 +6,10 @@ the directory holds no progress file.
 
 With `--node NODE --wait SECONDS` it prints that node's progress document (JSON, `{}` before the run
 has written one) as soon as the run is no longer running, or after SECONDS: playbooks/validate.yml runs
-it on the node to follow a run, which notices the end within a fraction of a second.
+it on the node to follow a run, which notices the end within a fraction of a second. With
+`--collect JOB_FILE` (the Ansible async job running `rocm-fleet validate`) it waits for that job to
+exit instead, and adds the job's exit status and stderr and whether the results document was written
+(validation/results/collect.py).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 
 from validation.errors import RocmFleetError
 from validation.records import to_jsonable
-from validation.results import progress
+from validation.results import collect, progress
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--node", metavar="NODE", help="with --wait: the node whose progress document to print")
     p.add_argument("--wait", type=float, metavar="SECONDS",
                    help="print NODE's progress document once its run ends, or after SECONDS (exit 0)")
+    p.add_argument("--collect", type=Path, metavar="JOB_FILE",
+                   help="with --wait: wait for this Ansible async job (the run) to exit, and add its exit status, "
+                   "stderr and whether the results document was written")
     p.set_defaults(run=run)
 
 
@@ -40,8 +46,13 @@ def run(args: argparse.Namespace) -> int:
     if args.wait is not None:
         if not 0 < args.wait <= 3600:
             raise RocmFleetError(f"--wait {args.wait:g}: give seconds between 0 and 3600")
-        print(json.dumps(progress.wait_until_done(progress.progress_path(args.results, args.node), args.wait)))
+        if args.collect is not None:
+            print(json.dumps(collect.collect(args.results, args.node, args.collect, args.wait)))
+        else:
+            print(json.dumps(progress.wait_until_done(progress.progress_path(args.results, args.node), args.wait)))
         return 0
+    if args.collect is not None:
+        raise RocmFleetError("--collect goes with --node NODE --wait SECONDS")
     docs = progress.load_progress(args.results)
     if not docs:
         raise RocmFleetError(f"no progress-<node>.json in {args.results}; point at the --results directory of a "

@@ -322,3 +322,47 @@ def test_plugin_writes_the_progress_file_at_each_check_and_at_the_end(tmp_path: 
         "test_extra_sysctls[local]": ("running", "test_extra_sysctls[local]", 2.0),
         "test_rocminfo_is_installed[local]": ("running", "test_rocminfo_is_installed[local]", 2.5)}
     assert sorted(d["done"] for d in seen.values()) == [0, 1, 2]
+
+
+# Ansible's async job files as ansible-core 2.19.14 wrote them (tests/fixtures/real/ansible-async/).
+ASYNC = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "ansible-async"
+
+
+def test_collecting_answers_once_the_job_exits_with_its_status_stderr_and_document(tmp_path: Path) -> None:
+    import shutil
+    import threading
+    import time
+
+    from validation.results import collect
+    job = tmp_path / "job"
+    shutil.copy(ASYNC / "command-running.json", job)
+    write_docs(tmp_path, now_doc(current=RUNNING_CHECK))
+    (tmp_path / "n0.json").write_text('{"host": "n0", "checks": []}\n')
+    exits = threading.Timer(0.3, shutil.copy, (ASYNC / "command-exited-1.json", job))
+    start = time.monotonic()
+    exits.start()
+    answer = collect.collect(tmp_path, "n0", job, 30)
+    assert 0.3 <= time.monotonic() - start < 1.0          # the exit is noticed within the poll interval
+    assert answer["state"] == "running"                   # the progress document rides along, as written
+    assert answer["collected"] == {"job": {"finished": True, "rc": 1, "stderr": "to-stderr"}, "document": True}
+
+
+def test_collecting_a_running_job_gives_the_window_and_a_killed_job_no_status(tmp_path: Path) -> None:
+    from validation.results import collect
+    assert collect.collect(tmp_path, "n0", ASYNC / "command-running.json", 0.2) == {
+        "collected": {"job": {"finished": False, "rc": None, "stderr": ""}, "document": False}}
+    assert collect.collect(tmp_path, "n0", tmp_path / "no-such-job", 0.2)["collected"]["job"]["finished"] is False
+    killed = collect.collect(tmp_path, "n0", ASYNC / "command-timed-out.json", 5)["collected"]
+    assert killed == {"job": {"finished": True, "rc": None, "stderr": "Timeout exceeded"}, "document": False}
+
+
+def test_progress_collect_prints_the_answer_and_goes_only_with_node_and_wait(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    write_docs(tmp_path, now_doc(state="finished", done=4))
+    assert main(["progress", str(tmp_path), "--node", "n0", "--wait", "5",
+                 "--collect", str(ASYNC / "command-exited-1.json")]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    collected = answer["collected"]
+    assert (answer["state"], collected["job"]["rc"], collected["document"]) == ("finished", 1, False)
+    assert main(["progress", str(tmp_path), "--collect", str(ASYNC / "command-exited-1.json")]) == 2
+    assert "--collect goes with --node NODE --wait SECONDS" in capsys.readouterr().err

@@ -1,0 +1,59 @@
+"""What the controller needs from a node's validation run, in one answer from the node.
+
+playbooks/validate.yml starts `rocm-fleet validate` on the node as an Ansible async job and follows
+it with `rocm-fleet progress --node N --wait S --collect JOB_FILE` (one long poll per window). Once
+the job has exited, that same command answers with the job's exit status, the tail of its stderr
+and whether the run wrote its results document; the controller then fetches the document and the
+JUnit XML. Before, that took an async_status and a stat per node, and a run that could not start
+was noticed only when no progress file had appeared after 120 s.
+
+JOB_FILE is the job's `results_file`. Ansible's async wrapper keeps `{"started": true, "finished":
+false, ...}` there while the job runs, then replaces it with the module's result (`rc`, `stderr`,
+...) or, when the job ran past its limit, `{"msg": "Timeout exceeded", "failed": true}`; like
+`async_status`, a file without `started` is a finished job (tests/fixtures/real/ansible-async/).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from validation.results import progress
+
+STDERR_TAIL = 1500
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}                              # not written yet, or replaced as we read it
+    return found if isinstance(found, dict) else {}
+
+
+def job_finished(job: dict[str, Any]) -> bool:
+    """async_status's rule: a job file without `started` holds the finished job's result."""
+    return bool(job) and ("started" not in job or bool(job.get("finished")))
+
+
+def collect(directory: Path, node: str, job_file: Path, seconds: float, *,
+            interval_s: float = 0.1) -> dict[str, Any]:
+    """The node's progress document (as `progress.wait_until_done` gives it) with a `collected` key:
+    `job` (`finished`, `rc`, `stderr`) and `document` (whether the run has written its results
+    document). Returns as soon as the job has exited, or after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        job = _json(job_file)
+        if job_finished(job) or time.monotonic() >= deadline:
+            break
+        time.sleep(interval_s)
+    finished = job_finished(job)
+    doc = progress.wait_until_done(progress.progress_path(directory, node), 0)
+    return {**doc, "collected": {
+        "job": {"finished": finished,
+                "rc": job.get("rc") if finished else None,
+                "stderr": str(job.get("stderr") or job.get("msg") or "")[-STDERR_TAIL:] if finished else ""},
+        "document": (directory / f"{node}.json").is_file(),
+    }}
