@@ -29,7 +29,7 @@ INVENTORY = ROOT / "inventories" / "lab" / f"{NAME}.yml"     # inside inventorie
 CHECKS = ROOT / "validation" / "checks"
 RF = Path(sys.executable).parent / "rocm-fleet"
 # A KVM guest's cpuidle as the kernel's haltpoll driver lays it out (states 0 POLL, 1 haltpoll idle;
-# tests/fixtures/derived/cpuidle/SOURCES.md), built on tmpfs inside the host: no such CPU is here.
+# tests/fixtures/derived/cpuidle/SOURCES.md), built on tmpfs inside the host, whatever idle driver the machine has.
 HALTPOLL_SYSFS = """set -e
 mount -t tmpfs rf-haltpoll /sys/devices/system/cpu
 mkdir -p /sys/devices/system/cpu/cpuidle
