@@ -40,7 +40,7 @@ def job_finished(job: dict[str, Any]) -> bool:
 
 def collect(directory: Path, node: str, job_file: Path, seconds: float, *,
             interval_s: float = 0.1) -> dict[str, Any]:
-    """The node's progress document (as `progress.wait_until_done` gives it) with a `collected` key:
+    """The node's progress document (`{}` while there is none) with a `collected` key:
     `job` (`finished`, `rc`, `stderr`) and `document` (whether the run has written its results
     document). Returns as soon as the job has exited, or after `seconds`."""
     deadline = time.monotonic() + seconds
@@ -50,7 +50,7 @@ def collect(directory: Path, node: str, job_file: Path, seconds: float, *,
             break
         time.sleep(interval_s)
     finished = job_finished(job)
-    doc = progress.wait_until_done(progress.progress_path(directory, node), 0)
+    doc = progress.read_progress(progress.progress_path(directory, node)) or {}
     return {**doc, "collected": {
         "job": {"finished": finished,
                 "rc": job.get("rc") if finished else None,

@@ -293,6 +293,15 @@ def load_progress(directory: Path) -> list[dict[str, Any]]:
     return docs
 
 
+def read_progress(path: Path) -> dict[str, Any] | None:
+    """The node's progress document as it stands, or None while there is none."""
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None                            # not written yet, or replaced as we read it
+    return found if isinstance(found, dict) and found.get("kind") == KIND else None
+
+
 def wait_until_done(path: Path, seconds: float, *, interval_s: float = 0.1) -> dict[str, Any]:
     """The node's progress document once its run is no longer running, or as it stands after `seconds`
     (`{}` while there is none yet). Run on the node, this is a long poll: the controller asks every
@@ -300,11 +309,8 @@ def wait_until_done(path: Path, seconds: float, *, interval_s: float = 0.1) -> d
     deadline = time.monotonic() + seconds
     doc: dict[str, Any] = {}
     while True:
-        try:
-            found = json.loads(path.read_text())
-        except (OSError, ValueError):
-            found = None                       # not written yet, or replaced as we read it
-        if isinstance(found, dict) and found.get("kind") == KIND:
+        found = read_progress(path)
+        if found is not None:
             doc = found
             if doc.get("state") != "running":
                 return doc
