@@ -281,6 +281,22 @@ def test_progress_wait_prints_the_nodes_document_and_refuses_half_the_options(tm
     assert main(["progress", str(tmp_path), "--node", "n1", "--wait", "0"]) == 2
 
 
+def test_the_followers_answer_leaves_the_per_check_times_in_the_file(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """validate.yml keeps every window's answer of every host: a quick tier's 215 check times (~17 KB)
+    would ride in each; they stay in the file, where the next run reads them."""
+    took = {f"validation/checks/test_gpu_perf.py::test_gemm_tflops[local-gpu{i}-case{i}]": 12.345 for i in range(215)}
+    write_docs(tmp_path, {**now_doc(current=RUNNING_CHECK), "durations_s": took})
+    for extra in ([], ["--collect", str(ASYNC / "command-running.json")]):
+        assert main(["progress", str(tmp_path), "--node", "n0", "--wait", "0.2", *extra]) == 0
+        out = capsys.readouterr().out
+        answer = json.loads(out)
+        assert "durations_s" not in answer and answer["current"] == RUNNING_CHECK and answer["done"] == 1
+        assert len(out) < 1500, len(out)
+    assert len(json.dumps(took)) > 17_000
+    assert json.loads((tmp_path / "progress-n0.json").read_text())["durations_s"] == took
+
+
 CHECKS = Path(__file__).resolve().parents[3] / "validation" / "checks"
 SNAPSHOT_PLUGIN = '''
 import os, shutil
