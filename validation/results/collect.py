@@ -16,6 +16,7 @@ false, ...}` there while the job runs, then replaces it with the module's result
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -38,17 +39,22 @@ def job_finished(job: dict[str, Any]) -> bool:
     return bool(job) and ("started" not in job or bool(job.get("finished")))
 
 
+def wait_for_job(job_file: Path, seconds: float, *, interval_s: float = 0.1) -> dict[str, Any]:
+    """The job file's content as soon as the job has exited, else after `seconds` (`{}` while unwritten)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        job = _json(job_file)
+        if job_finished(job) or time.monotonic() >= deadline:
+            return job
+        time.sleep(interval_s)
+
+
 def collect(directory: Path, node: str, job_file: Path, seconds: float, *,
             interval_s: float = 0.1) -> dict[str, Any]:
     """The node's progress document (`{}` while there is none) with a `collected` key:
     `job` (`finished`, `rc`, `stderr`) and `document` (whether the run has written its results
     document). Returns as soon as the job has exited, or after `seconds`."""
-    deadline = time.monotonic() + seconds
-    while True:
-        job = _json(job_file)
-        if job_finished(job) or time.monotonic() >= deadline:
-            break
-        time.sleep(interval_s)
+    job = wait_for_job(job_file, seconds, interval_s=interval_s)
     finished = job_finished(job)
     doc = progress.read_progress(progress.progress_path(directory, node)) or {}
     return {**doc, "collected": {
@@ -57,3 +63,22 @@ def collect(directory: Path, node: str, job_file: Path, seconds: float, *,
                 "stderr": str(job.get("stderr") or job.get("msg") or "")[-STDERR_TAIL:] if finished else ""},
         "document": (directory / f"{node}.json").is_file(),
     }}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m validation.results.collect JOB_FILE SECONDS`: exit 0 as soon as the job has exited, 3
+    after SECONDS without. A node converging itself runs it from the bundle's checkout (roles/self_converge),
+    where the suite is not installed: standard library only."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        job_file, seconds = Path(args[0]), float(args[1])
+        if len(args) != 2 or not 0 < seconds <= 3600:
+            raise ValueError
+    except (IndexError, ValueError):
+        print("usage: python -m validation.results.collect JOB_FILE SECONDS (0 < SECONDS <= 3600)", file=sys.stderr)
+        return 2
+    return 0 if job_finished(wait_for_job(job_file, seconds)) else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -372,6 +372,27 @@ def test_collecting_a_running_job_gives_the_window_and_a_killed_job_no_status(tm
     assert killed == {"job": {"finished": True, "rc": None, "stderr": "Timeout exceeded"}, "document": False}
 
 
+def test_the_wait_a_self_converging_node_runs_uses_only_the_checkout_and_exits_0_or_3(tmp_path: Path) -> None:
+    """roles/self_converge runs `python -m validation.results.collect JOB SECONDS` in the bundle's checkout,
+    with a Python that has no suite installed: here one without site packages (-S) or PYTHONPATH (-E)."""
+    root = Path(__file__).resolve().parents[3]
+
+    def wait(job: Path, seconds: str) -> tuple[int, float]:
+        import time
+        start = time.monotonic()
+        done = subprocess.run([sys.executable, "-S", "-E", "-m", "validation.results.collect", str(job), seconds],
+                              cwd=root, capture_output=True, text=True, check=False, timeout=60)
+        assert done.stderr == "" or done.returncode == 2, done.stderr
+        return done.returncode, time.monotonic() - start
+
+    assert wait(ASYNC / "command-exited-1.json", "30")[0] == 0          # exited (rc 1 is the run's, not ours)
+    assert wait(ASYNC / "command-timed-out.json", "30")[0] == 0         # killed at its limit: exited too
+    code, took = wait(ASYNC / "command-running.json", "0.5")
+    assert code == 3 and 0.5 <= took < 5
+    assert wait(tmp_path / "not-written-yet.json", "0.3")[0] == 3
+    assert wait(tmp_path, "x")[0] == 2                                 # one usage line, no traceback
+
+
 def test_progress_collect_prints_the_answer_and_goes_only_with_node_and_wait(tmp_path: Path,
                                                                            capsys: pytest.CaptureFixture[str]) -> None:
     write_docs(tmp_path, now_doc(state="finished", done=4))
