@@ -15,6 +15,7 @@ from validation.cli import main
 from validation.lab import Lab
 
 KEYRING = "/etc/apt/keyrings/rocm-fleet-lab.asc"
+MIRROR_LIST = "/etc/apt/sources.list.d/rocm-fleet-lab.list"
 
 
 def cluster_inventory(lab: Lab, path: Path, group_vars: dict[str, Any]) -> Path:
@@ -38,7 +39,7 @@ def mirror_only_play(lab: Lab) -> dict[str, Any]:
                 {"name": "Fetch the mirror's signing key",
                  "ansible.builtin.get_url": {"url": mirror.key_url, "dest": KEYRING, "mode": "0644"}},
                 {"name": "Point apt at the mirror",
-                 "ansible.builtin.copy": {"dest": "/etc/apt/sources.list.d/rocm-fleet-lab.list", "mode": "0644",
+                 "ansible.builtin.copy": {"dest": MIRROR_LIST, "mode": "0644",
                                           "content": f"deb [signed-by={KEYRING}] {mirror.url}/rocm/apt/"
                                                      f"{mirror.versions[0]} trixie main\n"}},
                 {"name": "Refresh apt's lists", "ansible.builtin.apt": {"update_cache": True}}]}

@@ -9,7 +9,9 @@ Slurm: rocm-fleet does not install Slurm), then playbooks/cluster.yml with
 mpi_launcher_method=srun (and --mpi=pmix) prepares them and runs the MPI smoke job through srun.
 The tests then launch through the same code that would launch rccl-tests under Slurm: the
 environment through srun's own, the interface variable as OMPI_MCA_*, a time limit with stray
-cleanup, a failing rank. No GPU, no RDMA.
+cleanup, a failing rank. Last, playbooks/pull.yml gives both hosts the pull bundle and a Slurm job runs
+each node's own converge (/opt/rocm-fleet/pull/converge), the scheduler's trigger of nodes that converge
+themselves. No GPU, no RDMA.
 
     .venv/bin/pytest tests/integration/test_slurm.py -q
 """
@@ -19,8 +21,10 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import secrets
 import shlex
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,8 +32,9 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_run import ROOT, PlaybookRun, run_playbook
-from cluster_lab import cli, cluster_inventory, leftovers, mirror_only_play
+from cluster_lab import MIRROR_LIST, cli, cluster_inventory, leftovers, mirror_only_play
 
+from validation import recap
 from validation.lab import Lab, default_lab_name
 
 pytestmark = pytest.mark.lab
@@ -163,3 +168,66 @@ def test_node_drain_takes_a_node_out_of_slurm_and_puts_it_back(cluster, tmp_path
     print(f"after RESUME: {seen[0]!r}, then {seen[-1]!r} after {len(seen) - 1} polls")
     assert lab.ssh(controller, [shlex.join(["srun", "--nodelist", node, "hostname"])]).stdout.strip() == node
     assert lab.ssh(node, ["test", "-e", "/var/lib/rocm-fleet/drain.json"]).returncode != 0
+
+
+PULL = "/opt/rocm-fleet/pull/converge"
+
+
+@pytest.fixture(scope="module")
+def pulled(cluster, tmp_path_factory: pytest.TempPathFactory) -> tuple[Lab, PlaybookRun]:
+    """The Slurm hosts given the pull bundle by playbooks/pull.yml (which converges each once, its package
+    source the lab mirror alone), declared as the session lab's hosts are (inventories/lab/group_vars).
+    The mirror line the hosts were given by hand names the URL rocm_repo will, with another keyring (apt
+    refuses two Signed-By for one URL): it is declared a file to remove, as a site's own would be."""
+    lab, _, _ = cluster
+    declared = yaml.safe_load((ROOT / "inventories" / "lab" / "group_vars" / "lab.yml").read_text())
+    defaults = yaml.safe_load((ROOT / "roles" / "rocm_repo" / "defaults" / "main.yml").read_text())
+    declared["rocm_repo_remove_files"] = [*defaults["rocm_repo_remove_files"], MIRROR_LIST]
+    inventory = cluster_inventory(lab, tmp_path_factory.mktemp("pull") / "site.yml", declared)
+    return lab, run_playbook(inventory, ROOT / "playbooks" / "pull.yml", timeout_s=1800)
+
+
+def _srun_converge(lab: Lab, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str], float]:
+    """`srun --label` of the node's converge command on every host from the Slurm controller host:
+    (srun's result, each host's own output by its task label, seconds)."""
+    argv = ["srun", f"--nodelist={','.join(HOSTS)}", "--ntasks-per-node=1", "--label", PULL, *args]
+    started = time.monotonic()
+    job = lab.ssh(HOSTS[0], [shlex.join(argv)], timeout_s=900)
+    took = time.monotonic() - started
+    outputs: dict[str, list[str]] = {}
+    for line in job.stdout.splitlines():
+        label, sep, rest = line.partition(": ")
+        if sep and label.strip().isdigit():
+            outputs.setdefault(HOSTS[int(label)], []).append(rest)
+    return job, {host: "\n".join(lines) for host, lines in outputs.items()}, took
+
+
+def test_a_slurm_job_converges_every_node_in_place(pulled) -> None:
+    """The scheduler's trigger of nodes that converge themselves (docs/provision.md): one srun task per
+    node runs the bundle's site.yml over a local connection; every node reports its own recap."""
+    lab, first = pulled
+    assert first.rc == 0, first.output[-6000:]
+    assert set(first.recap()) == set(HOSTS), first.output[-3000:]
+    job, outputs, took = _srun_converge(lab)
+    assert job.returncode == 0, (job.stdout + job.stderr)[-4000:]
+    assert set(outputs) == set(HOSTS), job.stdout[-3000:]
+    for host, text in outputs.items():
+        counts = recap.counts(text)
+        assert set(counts) == {host}, text[-2000:]                              # its own inventory: itself
+        assert counts[host]["changed"] == 0 and counts[host]["failed"] == 0, text[-3000:]
+        assert counts[host]["ok"] > 50, text[-3000:]                            # the whole site.yml
+        assert recap.counts(lab.ssh(host, ["cat", "/opt/rocm-fleet/pull/last-run.log"]).stdout) == counts
+    print(f"pull.yml on {len(HOSTS)} fresh Slurm hosts: {first.seconds:.0f} s; "
+          f"srun of the node converge on both (no-op): {took:.1f} s")
+
+
+def test_a_slurm_job_fails_with_the_node_that_refused_and_its_reason(pulled) -> None:
+    """A converge a node refuses fails the job: srun names the task, the node's output says why."""
+    lab, _ = pulled
+    job, outputs, took = _srun_converge(lab, "-e", "rocm_version=5.0.0")
+    assert job.returncode != 0, job.stdout[-3000:]
+    assert re.search(rf"{HOSTS[0]}: task 0: Exited with exit code [1-9]", job.stderr), job.stderr[-2000:]
+    for host, text in outputs.items():
+        assert recap.counts(text)[host]["failed"] == 1, text[-3000:]
+        assert "rocm_version" in "\n".join(recap.failures(text)), text[-3000:]
+    assert took < 300

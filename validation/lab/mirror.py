@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import yaml
+
 from validation.errors import LabError
 from validation.lab import _proc
 from validation.lab.paths import REPO_ROOT, cache_dir, locked
@@ -65,11 +67,21 @@ class VersionSet:
 # trixie's libopenmpi40 links libamdhip64-5, which the set has anyway. ibverbs-utils + perftest
 # are the per-rail RDMA tools (ibv_devinfo, ib_write_bw) mpi_launcher installs by default.
 # slurmctld, slurmd, slurm-client and munge (Slurm 24.11) make the lab's small Slurm cluster for
-# the srun launch test (tests/integration/test_slurm.py).
+# the srun launch test (tests/integration/test_slurm.py). The distribution packages site.yml installs
+# on a Debian host (node_tuning's cpupower) and those a node needs to converge itself (roles/self_converge:
+# python3-venv and ansible-core's dependencies) let a host whose only package source is this mirror be
+# converged and take a pull bundle, as an air-gapped site's would; the Slurm test starts such a node's
+# converge from a Slurm job. Read from the roles, so the set follows them.
+def _role_var(role: str, file: str, name: str) -> tuple[str, ...]:
+    return tuple(yaml.safe_load((REPO_ROOT / "roles" / role / file).read_text())[name])
+
+
+SITE_PACKAGES = (*_role_var("node_tuning", "vars/Debian.yml", "__node_tuning_cpupower_packages"),
+                 *_role_var("self_converge", "defaults/main.yml", "self_converge_system_packages"))
 TRIXIE_SET = VersionSet(suite="trixie", packages=("rocminfo", "rocm-smi", "hipcc", "libamdhip64-5",
                                                   "libamdhip64-dev", "openmpi-bin", "python3-mpi4py",
                                                   "ibverbs-utils", "perftest", "slurmctld", "slurmd",
-                                                  "slurm-client", "munge"),
+                                                  "slurm-client", "munge", *SITE_PACKAGES),
                         rocm_version="6.1.2", required=True)
 SID_SET = VersionSet(suite="sid", packages=("rocminfo", "rocm-smi"), rocm_version="7.2.4", required=False)
 DEFAULT_SETS = (TRIXIE_SET, SID_SET)
