@@ -9,7 +9,8 @@ the nodes (a repeat on an unchanged node must change nothing: the controller's o
 not counted, it is delegated), and the checks' own time on each node, from the CPU-side run record
 the node wrote (pytest's session, as the results document's started_at/finished_at bound it, to the
 second) and more exactly from the summed check durations. Overhead = wall - the slowest node's
-checks' own time.
+checks' own time. Each repeat first runs bench/playbooks/validate_floor.yml on the one host: the
+playbook's shape with no work, the least its overhead could be.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ import datetime as dt
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,14 +45,28 @@ def node_seconds(doc: dict) -> tuple[float, float]:
     return (finished - started).total_seconds(), sum(float(c.get("duration_s") or 0) for c in doc["checks"])
 
 
-def run(inventory: Path, limit: str, extra: list[str], name: str) -> dict:
+def playbook(inventory: Path, limit: str, path: str,
+             *args: str) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """(the run, wall seconds, CPU seconds of ansible-playbook and its children)."""
     before = children_cpu()
     start = time.perf_counter()
     proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
-                           "--limit", limit, "playbooks/validate.yml", "-e", f"rocm_fleet_run_name={name}", *extra],
-                          cwd=ROOT, capture_output=True, text=True, check=False,
+                           "--limit", limit, path, *args], cwd=ROOT, capture_output=True, text=True, check=False,
                           env={**os.environ, "ANSIBLE_FORCE_COLOR": "0"})
-    wall = time.perf_counter() - start
+    return proc, time.perf_counter() - start, children_cpu() - before
+
+
+def floor(inventory: Path, limit: str, scratch: Path) -> dict:
+    """bench/playbooks/validate_floor.yml: validate.yml's plays and steps with no work in them."""
+    proc, wall, cpu = playbook(inventory, limit, "bench/playbooks/validate_floor.yml",
+                               "-e", json.dumps({"validate_floor_dir": str(scratch)}))
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-2000:])
+    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "rc": proc.returncode}
+
+
+def run(inventory: Path, limit: str, extra: list[str], name: str) -> dict:
+    proc, wall, cpu = playbook(inventory, limit, "playbooks/validate.yml", "-e", f"rocm_fleet_run_name={name}", *extra)
     recap = recap_counts(proc.stdout)
     nodes = {}
     for path in sorted((ROOT / "results" / name).glob("*.json")):
@@ -65,7 +82,7 @@ def run(inventory: Path, limit: str, extra: list[str], name: str) -> dict:
             task = line[6:].split("]", 1)[0]
         elif line.startswith("changed:"):
             changed_lines.append(f"{task}: {line}")
-    return {"wall_s": round(wall, 2), "cpu_s": round(children_cpu() - before, 2), "rc": proc.returncode,
+    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "rc": proc.returncode,
             "recap": recap, "nodes": nodes, "changed_lines": changed_lines,
             "overhead_s": round(wall - max((n["checks_s"] for n in nodes.values()), default=0.0), 2)}
 
@@ -87,8 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
     warm = run(args.inventory, args.hosts, extra, f"bench-validate-{stamp}-warm")
     print(f"warm-up, {len(hosts)} hosts: {warm['wall_s']} s, rc {warm['rc']}", flush=True)
-    runs = []
+    runs, floors = [], []
+    scratch = Path(tempfile.mkdtemp(prefix="rf-validate-floor-"))
     for repeat in range(args.repeats):
+        floors.append(floor(args.inventory, one, scratch))
+        print(f"repeat {repeat + 1}: floor, 1 host: {floors[-1]['wall_s']:6.2f} s wall, "
+              f"{floors[-1]['cpu_s']:6.2f} CPU-s, rc {floors[-1]['rc']}", flush=True)
         for limit, count in ((one, 1), (args.hosts, len(hosts))):
             result = {"repeat": repeat + 1, "hosts": count,
                       **run(args.inventory, limit, extra, f"bench-validate-{stamp}-{repeat}-{count}")}
@@ -107,11 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     summary = {"one_host_wall_s": median(1, "wall_s"), "one_host_overhead_s": median(1, "overhead_s"),
                "all_hosts_wall_s": median(len(hosts), "wall_s"),
                "all_over_one_wall": round(median(len(hosts), "wall_s") / median(1, "wall_s"), 2),
-               "cpu_s_per_host_all": round(median(len(hosts), "cpu_s") / len(hosts), 2)}
+               "cpu_s_per_host_all": round(median(len(hosts), "cpu_s") / len(hosts), 2),
+               "one_host_floor_s": statistics.median(f["wall_s"] for f in floors)}
+    summary["one_host_overhead_above_floor_s"] = round(summary["one_host_overhead_s"] - summary["one_host_floor_s"], 2)
+    shutil.rmtree(scratch, ignore_errors=True)
     print(json.dumps(summary, indent=2))
     if args.json:
-        args.json.write_text(json.dumps({"hosts": hosts, "warm": warm, "runs": runs, "summary": summary,
-                                         "load_before": os.getloadavg()}, indent=2))
+        args.json.write_text(json.dumps({"hosts": hosts, "warm": warm, "runs": runs, "floors": floors,
+                                         "summary": summary, "load_before": os.getloadavg()}, indent=2))
     return 0
 
 
