@@ -1,5 +1,5 @@
-"""The collection's modules: dpkg_holds (one dpkg call for many holds, only the differing ones changed)
-and files_absent (many files removed in one call).
+"""The collection's modules: dpkg_holds (one dpkg call for many holds, only the differing ones changed),
+files_absent (many files removed in one call) and files (many files written in one call).
 
 Run through ansible on localhost with a stand-in `dpkg` first on PATH: holding packages of the
 machine running the tests is not acceptable. The real dpkg runs in the lab (tests/integration:
@@ -91,3 +91,49 @@ def test_files_absent_removes_the_existing_files_in_one_call_and_refuses_directo
     assert (again["changed"], again["removed"]) == (False, [])
     refused = run_module(tmp_path, {"paths": [str(tmp_path / "dir")]}, module="files_absent", ok=False)
     assert "refusing to remove directories" in refused["msg"] and (tmp_path / "dir").is_dir()
+
+
+def test_files_writes_only_what_differs_creates_parents_and_then_changes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "same.conf").write_text("kept\n")
+    (tmp_path / "same.conf").chmod(0o644)
+    (tmp_path / "old.conf").write_text("old\n")
+    (tmp_path / "old.conf").chmod(0o600)
+    files = [{"path": str(tmp_path / "same.conf"), "content": "kept\n"},
+             {"path": str(tmp_path / "old.conf"), "content": "new\n"},
+             {"path": str(tmp_path / "sub/deeper/new.sh"), "content": "x=1\n", "mode": "0755"}]
+    args = {"files": files, "directories": [str(tmp_path / "keyrings")], "owner": "root", "group": "root"}
+    dry = run_module(tmp_path, args, check=True, module="files")
+    assert (dry["changed"], dry["written"]) == (True, [files[1]["path"], files[2]["path"]])
+    assert (tmp_path / "old.conf").read_text() == "old\n" and not (tmp_path / "sub").exists()
+    assert not (tmp_path / "keyrings").exists()
+    done = run_module(tmp_path, args, module="files")
+    assert done["written"] == [files[1]["path"], files[2]["path"]]
+    assert sorted(done["created_directories"]) == [str(tmp_path / p) for p in ("keyrings", "sub", "sub/deeper")]
+    assert (tmp_path / "old.conf").read_text() == "new\n"
+    assert (tmp_path / "old.conf").stat().st_mode & 0o7777 == 0o644
+    assert (tmp_path / "sub/deeper/new.sh").stat().st_mode & 0o7777 == 0o755
+    assert (tmp_path / "sub").stat().st_mode & 0o7777 == 0o755 and (tmp_path / "keyrings").is_dir()
+    assert not [p.name for p in tmp_path.rglob(".*")]                      # no temporary file left
+    again = run_module(tmp_path, args, module="files")
+    assert (again["changed"], again["written"], again["created_directories"]) == (False, [], [])
+
+
+def test_files_changes_a_mode_alone_and_refuses_relative_paths_and_directories(tmp_path: Path) -> None:
+    (tmp_path / "a.conf").write_text("a\n")
+    (tmp_path / "a.conf").chmod(0o666)
+    only_mode = run_module(tmp_path, {"files": [{"path": str(tmp_path / "a.conf"), "content": "a\n"}]},
+                           module="files")
+    assert only_mode["written"] == [str(tmp_path / "a.conf")]
+    assert (tmp_path / "a.conf").stat().st_mode & 0o7777 == 0o644
+    relative = run_module(tmp_path, {"files": [{"path": "etc/x", "content": ""}]}, module="files", ok=False)
+    assert "paths must be absolute: etc/x" in relative["msg"]
+    (tmp_path / "dir").mkdir()
+    refused = run_module(tmp_path, {"files": [{"path": str(tmp_path / "dir"), "content": ""}]},
+                         module="files", ok=False)
+    assert "refusing to replace a directory or a link" in refused["msg"] and (tmp_path / "dir").is_dir()
+    symbolic = run_module(tmp_path, {"files": [{"path": str(tmp_path / "b"), "content": "", "mode": "u=rw"}]},
+                          module="files", ok=False)
+    assert "modes must be octal numbers such as 0644: u=rw" in symbolic["msg"] and not (tmp_path / "b").exists()
+    secret = run_module(tmp_path, {"files": [{"path": str(tmp_path / "inventory.yml"), "content": "token: s3cret\n",
+                                              "mode": "0600"}]}, module="files")
+    assert (tmp_path / "inventory.yml").stat().st_mode & 0o7777 == 0o600 and secret["written"]
