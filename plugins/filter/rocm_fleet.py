@@ -19,7 +19,7 @@ _HERE = str(Path(__file__).resolve().parents[2])
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from validation import compat, cstates, declared, openpgp, recap, spec  # noqa: E402
+from validation import adduser, compat, cstates, declared, openpgp, recap, spec  # noqa: E402
 from validation.multinode import cluster_ssh  # noqa: E402
 from validation.multinode.model import ClusterError  # noqa: E402
 
@@ -133,6 +133,7 @@ class FilterModule:
             "sysctl_path": declared.sysctl_path,
             "thp_path": declared.thp_path,
             "cstates_absent": cstates_absent,
+            "adduser_conf": adduser.with_settings,
             "declared_state": declared_state,
             "roles_for": roles_for,
             "play_recap": play_recap,

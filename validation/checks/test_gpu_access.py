@@ -6,11 +6,11 @@ A group given as a number is a directory-service gid and is compared by gid.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
 
+from validation import adduser
 from validation.checks.tuning_codes import check
 
 pytestmark = pytest.mark.smoke
@@ -72,12 +72,10 @@ def test_new_users_get_the_gpu_groups(host: Any, spec: dict) -> None:
         pytest.skip(f"no {ADDUSER_CONF} on this host (not a Debian-family adduser)")
     names = [(group_entry(host, g) or (str(g),))[0] for g in spec["gpu_access_groups"]]
     text = conf.content_string
-    extra = re.findall(r"^\s*EXTRA_GROUPS=(.*)$", text, re.M)
-    add = re.findall(r"^\s*ADD_EXTRA_GROUPS=(.*)$", text, re.M)
-    wanted = f'"{" ".join(names)}"'
-    check(extra == [wanted], "RF-GPU-ACCESS-NEW-USERS",
-          f"EXTRA_GROUPS: expected one line EXTRA_GROUPS={wanted}, found {extra or 'none'}")
-    check(add == ["1"], "RF-GPU-ACCESS-NEW-USERS", f"ADD_EXTRA_GROUPS: expected ['1'], found {add or 'none'}")
+    for name, wanted in adduser.settings(names).items():
+        found = adduser.assignments(text, name)
+        check(found == [wanted], "RF-GPU-ACCESS-NEW-USERS",
+              f"{name}: expected one line {name}={wanted}, found {found or 'none'}")
 
 
 def test_udev_rule_declares_group_and_mode(host: Any, spec: dict) -> None:
