@@ -16,9 +16,14 @@ def settings(groups: Iterable[str]) -> dict[str, str]:
     return {"EXTRA_GROUPS": f'"{" ".join(groups)}"', "ADD_EXTRA_GROUPS": "1"}
 
 
+def _active(name: str) -> re.Pattern[str]:
+    """An active (not commented) `name=` line; group 1 is its value."""
+    return re.compile(rf"^\s*{name}=(.*)$", re.M)
+
+
 def assignments(text: str, name: str) -> list[str]:
     """The values of every active `name=` line, in file order."""
-    return re.findall(rf"^\s*{name}=(.*)$", text, re.M)
+    return _active(name).findall(text)
 
 
 def with_settings(text: str, groups: Iterable[str]) -> str:
@@ -27,7 +32,7 @@ def with_settings(text: str, groups: Iterable[str]) -> str:
     the same name are dropped. Nothing else in the file changes."""
     lines = text.splitlines()
     for name, value in settings(groups).items():
-        active = re.compile(rf"^\s*{name}=")
+        active = _active(name)
         hits = [i for i, line in enumerate(lines) if active.match(line)]
         if hits:
             lines[hits[-1]] = f"{name}={value}"

@@ -14,8 +14,8 @@ short_description: Make several files hold given content, and several directorie
 description:
   - Creates each of O(directories) that is missing and sets its owner, group and O(directory_mode).
   - Writes each of O(files) whose content differs (atomically, through a temporary file in the same
-    directory) and sets its owner, group and mode; a missing parent directory is created with
-    O(directory_mode).
+    directory that has the final mode before it is renamed) and sets its owner, group and mode; a
+    missing parent directory is created with O(directory_mode).
   - Renders nothing itself; roles pass content from P(ansible.builtin.template#lookup) or a filter.
   - Supports check mode and diff mode (one diff per changed file).
 version_added: "0.1.0"
@@ -183,7 +183,8 @@ def main() -> None:
         path = Path(entry["path"])
         mode = entry["mode"] or module.params["mode"]
         data = entry["content"].encode()
-        if not path.parent.is_dir():
+        # In check mode a parent stays missing: one that an earlier file would create is counted once.
+        if not path.parent.is_dir() and str(path.parent) not in created:
             changed = _ensure_directory(module, path.parent, created) or changed
         before = _read(path)
         differs = before != data

@@ -100,15 +100,18 @@ def test_files_writes_only_what_differs_creates_parents_and_then_changes_nothing
     (tmp_path / "old.conf").chmod(0o600)
     files = [{"path": str(tmp_path / "same.conf"), "content": "kept\n"},
              {"path": str(tmp_path / "old.conf"), "content": "new\n"},
-             {"path": str(tmp_path / "sub/deeper/new.sh"), "content": "x=1\n", "mode": "0755"}]
+             {"path": str(tmp_path / "sub/deeper/new.sh"), "content": "x=1\n", "mode": "0755"},
+             {"path": str(tmp_path / "sub/deeper/other.sh"), "content": "y=2\n", "mode": "0755"}]
     args = {"files": files, "directories": [str(tmp_path / "keyrings")], "owner": "root", "group": "root"}
+    created = [str(tmp_path / p) for p in ("keyrings", "sub", "sub/deeper")]
     dry = run_module(tmp_path, args, check=True, module="files")
-    assert (dry["changed"], dry["written"]) == (True, [files[1]["path"], files[2]["path"]])
+    assert (dry["changed"], dry["written"]) == (True, [f["path"] for f in files[1:]])
+    assert sorted(dry["created_directories"]) == created                  # each once, though two files share it
     assert (tmp_path / "old.conf").read_text() == "old\n" and not (tmp_path / "sub").exists()
     assert not (tmp_path / "keyrings").exists()
     done = run_module(tmp_path, args, module="files")
-    assert done["written"] == [files[1]["path"], files[2]["path"]]
-    assert sorted(done["created_directories"]) == [str(tmp_path / p) for p in ("keyrings", "sub", "sub/deeper")]
+    assert done["written"] == [f["path"] for f in files[1:]]
+    assert sorted(done["created_directories"]) == created
     assert (tmp_path / "old.conf").read_text() == "new\n"
     assert (tmp_path / "old.conf").stat().st_mode & 0o7777 == 0o644
     assert (tmp_path / "sub/deeper/new.sh").stat().st_mode & 0o7777 == 0o755
