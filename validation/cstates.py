@@ -10,13 +10,15 @@ intel_idle and acpi_idle on bare metal usually 3 or more, the haltpoll driver of
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 CPUIDLE = "/sys/devices/system/cpu/cpuidle"
 CPU0 = "/sys/devices/system/cpu/cpu0/cpuidle"
 # `grep -H .` prints "path:content" for the driver and every state's name, one line each.
 LISTING = f"grep -H . {CPUIDLE}/current_driver {CPU0}/state[0-9]*/name"
+# The same files as globs, for roles/node_tuning's one read of the host (rocm_fleet.fleet.read_paths).
+LISTING_GLOBS = (f"{CPUIDLE}/current_driver", f"{CPU0}/state[0-9]*/name")
 _STATE = re.compile(r"/state(\d+)/name:(.*)$")
 _DRIVER = re.compile(r"/current_driver:(.*)$")
 
@@ -45,6 +47,16 @@ def parse_listing(text: str) -> Offered:
         elif match := _DRIVER.search(line):
             driver = match[1].strip() or None
     return Offered(driver=driver, states=tuple(sorted(states.items())))
+
+
+def listing_of(contents: Mapping[str, str]) -> str:
+    """LISTING's output rebuilt from files read by path (other files are passed over by parse_listing)."""
+    return "".join(f"{path}:{text.strip()}\n" for path, text in contents.items() if text.strip())
+
+
+def switch_glob(state: int | str) -> str:
+    """The disable switch of one idle state on every CPU."""
+    return f"/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state{int(state)}/disable"
 
 
 def absent(declared: Iterable[int | str], offered: Offered) -> list[int]:

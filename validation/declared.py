@@ -145,16 +145,15 @@ def runtime_paths(plan: Mapping[str, Any], record: Mapping[str, Any]) -> list[st
     return [thp_path(k) for k in knobs] + [sysctl_path(n) for n in names]
 
 
-def runtime_now(grep_lines: Iterable[str], plan: Mapping[str, Any],
+def runtime_now(contents: Mapping[str, str], plan: Mapping[str, Any],
                 record: Mapping[str, Any]) -> dict[str, dict[str, str]]:
-    """What the host runs now, from `grep -H . <runtime_paths>` lines: {thp: {knob: mode},
+    """What the host runs now, from the text of the `runtime_paths` files by path: {thp: {knob: mode},
     sysctl: {name: value}}. A file the kernel does not have is left out of sysctl; a THP knob it
     does not have reads ''."""
-    found = dict(line.split(":", 1) for line in grep_lines if ":" in line)
     knobs = dict.fromkeys([*plan["thp"], *(record.get("thp") or {}), "enabled", "defrag"])
     names = dict.fromkeys([*plan["sysctl"], *(record.get("sysctl") or {})])
-    return {"thp": {k: thp_mode(found.get(thp_path(k), "")) for k in knobs},
-            "sysctl": {n: sysctl_value(found[sysctl_path(n)]) for n in names if sysctl_path(n) in found}}
+    return {"thp": {k: thp_mode(contents.get(thp_path(k), "")) for k in knobs},
+            "sysctl": {n: sysctl_value(contents[sysctl_path(n)]) for n in names if sysctl_path(n) in contents}}
 
 
 def tuning_record(previous: Mapping[str, Any], plan: Mapping[str, Any], now: Mapping[str, Any],

@@ -58,10 +58,17 @@ def normalize_fingerprints(values: list[str]) -> list[str]:
 
 # --- node_tuning --------------------------------------------------------------------------------
 
-def cstates_absent(listing: str, wanted: list) -> str:
+def cstates_absent(listing: str | dict, wanted: list) -> str:
     """'' when the driver offers every declared state, else the sentence that names what is missing
-    (the check test_cpu_idle_states_are_disabled says the same)."""
-    return cstates.absent_message(wanted, cstates.parse_listing(listing or ""))
+    (the check test_cpu_idle_states_are_disabled says the same). `listing` is LISTING's output or the
+    files read by path."""
+    text = listing if isinstance(listing, str) else cstates.listing_of(listing)
+    return cstates.absent_message(wanted, cstates.parse_listing(text or ""))
+
+
+def cpuidle_globs(states: list) -> list[str]:
+    """What node_tuning reads of the CPU idle states: the driver, its states' names, the declared states' switches."""
+    return [*cstates.LISTING_GLOBS, *(cstates.switch_glob(state) for state in states)]
 
 
 # --- playbooks ----------------------------------------------------------------------------------
@@ -133,6 +140,8 @@ class FilterModule:
             "sysctl_path": declared.sysctl_path,
             "thp_path": declared.thp_path,
             "cstates_absent": cstates_absent,
+            "cpuidle_globs": cpuidle_globs,
+            "cpuidle_switch_glob": cstates.switch_glob,
             "adduser_conf": adduser.with_settings,
             "declared_state": declared_state,
             "roles_for": roles_for,

@@ -33,7 +33,7 @@ options:
       content:
         description:
           - The whole content of the file. It is not written to the node's journal; diff mode shows it, so a
-            task that writes a secret sets C(no_log: true).
+            task that writes a secret sets C(no_log=true).
         type: str
         required: true
       mode:

@@ -96,6 +96,32 @@ def test_a_declared_c_state_the_cpu_lacks_is_said_by_the_role_and_skipped_by_the
         fresh.run(name, ["umount", "/sys/devices/system/cpu"])
 
 
+def test_an_idle_state_re_enabled_by_hand_is_disabled_again_and_then_left_alone(fresh: Lab) -> None:
+    """node_tuning reads every CPU's idle switches in its one read of the host, before its unit runs:
+    a run that finds a state re-enabled restarts the unit, and the next run changes nothing. State 1
+    of the haltpoll layout on tmpfs (cpupower writes its switches there as in sysfs)."""
+    name = host(fresh)
+    made = fresh.run(name, ["sh", "-c", HALTPOLL_SYSFS])
+    assert made.returncode == 0, made.stderr
+    switches = ["cat", *(f"/sys/devices/system/cpu/cpu{cpu}/cpuidle/state1/disable" for cpu in (0, 1))]
+    state_1 = {"node_tuning_cpuidle_disabled_states": [1]}
+    again = "node_tuning : Disable the idle states again where something re-enabled them"
+    try:
+        first = playbook(INVENTORY, "site.yml", "--tags", "node_tuning", extra=state_1)
+        assert first.rc == 0, first.output[-4000:]
+        assert fresh.run(name, switches).stdout.split() == ["1", "1"]
+        fresh.run(name, ["sh", "-c", "echo 0 > /sys/devices/system/cpu/cpu1/cpuidle/state1/disable"])
+        second = playbook(INVENTORY, "site.yml", "--tags", "node_tuning", extra=state_1)
+        assert second.rc == 0, second.output[-4000:]
+        assert second.changed_tasks() == [f"{again} -> {name}"], second.changed_tasks()
+        assert fresh.run(name, switches).stdout.split() == ["1", "1"]
+        third = playbook(INVENTORY, "site.yml", "--tags", "node_tuning", extra=state_1)
+        assert third.rc == 0 and third.changed() == 0, third.changed_tasks()
+    finally:
+        playbook(INVENTORY, "site.yml", "--tags", "node_tuning")    # the lab's own declaration again
+        fresh.run(name, ["umount", "/sys/devices/system/cpu"])
+
+
 def test_rocm_fleet_spec_prints_byte_for_byte_what_validation_node_writes_on_the_node(fresh: Lab,
                                                                                        tmp_path: Path) -> None:
     (tmp_path / "wheels").mkdir()

@@ -105,3 +105,28 @@ def test_the_role_says_the_same_sentence_as_the_check() -> None:
         tuning_checks.test_cpu_idle_states_are_disabled(host, _spec([2]))
     assert role_filter(HALTPOLL, [2]) == str(skipped.value)
     assert role_filter(HALTPOLL, [1]) == ""
+
+
+def test_the_role_reads_the_listing_files_by_glob_and_says_the_same_sentence() -> None:
+    """node_tuning reads the listing's files with rocm_fleet.fleet.read_paths (one module run) and
+    passes their text by path: the same sentence as from LISTING's own output."""
+    import fnmatch
+
+    path = ROOT / "plugins" / "filter" / "rocm_fleet.py"
+    spec = importlib.util.spec_from_file_location("rocm_fleet_filters", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    filters = module.FilterModule().filters()
+    globs = filters["cpuidle_globs"]([2])
+    read = {}
+    for line in HALTPOLL.splitlines():
+        file, _, text = line.partition(":")
+        assert any(fnmatch.fnmatch(file, pattern) for pattern in globs), file
+        read[file] = text + "\n"
+    # a switch file and the record are read too and must not count as states
+    read["/sys/devices/system/cpu/cpu0/cpuidle/state1/disable"] = "0\n"
+    read["/etc/ansible/facts.d/rocm_fleet_tuning.fact"] = '{"thp": {}}\n'
+    assert filters["cstates_absent"](read, [2]) == filters["cstates_absent"](HALTPOLL, [2]) != ""
+    assert filters["cstates_absent"](read, [1]) == ""
+    assert globs[-1] == "/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state2/disable"

@@ -54,12 +54,12 @@ def test_the_record_keeps_the_first_value_seen_and_never_a_later_hand_made_chang
     plan = {"thp": {"enabled": "never"}, "sysctl": {"kernel.numa_balancing": "0"}}
     paths = declared.runtime_paths(plan, {})
     assert paths == [f"{declared.THP_DIR}/enabled", "/proc/sys/kernel/numa_balancing"]
-    now = declared.runtime_now([f"{paths[0]}:[always] madvise never", f"{paths[1]}:1"], plan, {})
+    now = declared.runtime_now({paths[0]: "[always] madvise never\n", paths[1]: "1\n"}, plan, {})
     assert now == {"thp": {"enabled": "always", "defrag": ""}, "sysctl": {"kernel.numa_balancing": "1"}}
     first = declared.tuning_record({}, plan, now, [2, 3], ["0", "1"])
     assert first == {"thp": {"enabled": "always"}, "sysctl": {"kernel.numa_balancing": "1"},
                      "cpuidle_disabled_before": [3]}
-    later = declared.runtime_now([f"{paths[0]}:always madvise [never]", f"{paths[1]}:0"], plan, first)
+    later = declared.runtime_now({paths[0]: "always madvise [never]\n", paths[1]: "0\n"}, plan, first)
     assert declared.tuning_record(first, plan, later, [2, 3], ["1", "1"]) == first
 
 
@@ -68,12 +68,12 @@ def test_the_reading_covers_what_the_record_would_put_back_and_reads_values_as_t
     record = {"thp": {"defrag": "madvise"}, "sysctl": {"net.ipv4.ip_local_port_range": "1024 65000"}}
     paths = declared.runtime_paths(plan, record)
     assert paths == [f"{declared.THP_DIR}/defrag", "/proc/sys/net/ipv4/ip_local_port_range"]
-    now = declared.runtime_now([f"{paths[0]}:always defer [madvise] never", f"{paths[1]}:1024\t65000"], plan, record)
+    now = declared.runtime_now({paths[0]: "always defer [madvise] never\n", paths[1]: "1024\t65000\n"}, plan, record)
     assert now["thp"]["defrag"] == "madvise" and now["sysctl"] == {"net.ipv4.ip_local_port_range": "1024 65000"}
 
 
 def test_the_record_leaves_out_what_the_host_does_not_have() -> None:
     plan = {"thp": {"defrag": "never"}, "sysctl": {"vm.nonexistent": "1"}}
-    now = declared.runtime_now([], plan, {})
+    now = declared.runtime_now({}, plan, {})
     assert now == {"thp": {"defrag": "", "enabled": ""}, "sysctl": {}}
     assert declared.tuning_record({}, plan, now, [], []) == {"thp": {}, "sysctl": {}}

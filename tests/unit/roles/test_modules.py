@@ -1,5 +1,6 @@
 """The collection's modules: dpkg_holds (one dpkg call for many holds, only the differing ones changed),
-files_absent (many files removed in one call) and files (many files written in one call).
+files_absent (many files removed in one call), files (many files written in one call) and read_paths
+(many files read, globs expanded and paths looked at in one call).
 
 Run through ansible on localhost with a stand-in `dpkg` first on PATH: holding packages of the
 machine running the tests is not acceptable. The real dpkg runs in the lab (tests/integration:
@@ -140,3 +141,52 @@ def test_files_changes_a_mode_alone_and_refuses_relative_paths_and_directories(t
     secret = run_module(tmp_path, {"files": [{"path": str(tmp_path / "inventory.yml"), "content": "token: s3cret\n",
                                               "mode": "0600"}]}, module="files")
     assert (tmp_path / "inventory.yml").stat().st_mode & 0o7777 == 0o600 and secret["written"]
+
+
+def test_read_paths_reads_expands_and_looks_in_one_call_changing_nothing(tmp_path: Path) -> None:
+    switches = {0: "1\n", 1: "0\n", 10: "1\n"}
+    for cpu, value in switches.items():
+        (tmp_path / f"cpu{cpu}").mkdir()
+        (tmp_path / f"cpu{cpu}/disable").write_text(value)
+    (tmp_path / "record.fact").write_text('{"thp": {}}\n')
+    (tmp_path / "big").write_text("x" * 100)
+    (tmp_path / "bin").mkdir()
+    os.mkfifo(tmp_path / "control")
+    args = {"read": [str(tmp_path / p) for p in ("record.fact", "absent.fact", "bin", "big")],
+            "globs": [str(tmp_path / "cpu[0-9]*/disable"), str(tmp_path / "nothing*")],
+            "stat": [str(tmp_path / p) for p in ("record.fact", "bin", "control", "gone")],
+            "max_bytes": 50}
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    for check in (True, False):
+        got = run_module(tmp_path, args, check=check, module="read_paths")
+        assert got["changed"] is False
+        assert got["contents"] == {str(tmp_path / "record.fact"): '{"thp": {}}\n',
+                                   **{str(tmp_path / f"cpu{c}/disable"): v for c, v in switches.items()}}
+        assert got["missing"] == [str(tmp_path / "absent.fact")]
+        assert got["unreadable"] == {str(tmp_path / "bin"): "Is a directory",
+                                     str(tmp_path / "big"): "larger than max_bytes (50)"}
+        assert got["matches"] == {str(tmp_path / "cpu[0-9]*/disable"): [str(tmp_path / f"cpu{c}/disable")
+                                                                         for c in (0, 1, 10)],
+                                  str(tmp_path / "nothing*"): []}
+        assert got["types"] == {str(tmp_path / "record.fact"): "file", str(tmp_path / "bin"): "directory",
+                                str(tmp_path / "control"): "other", str(tmp_path / "gone"): "missing"}
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    relative = run_module(tmp_path, {"globs": ["cpu*/disable"]}, module="read_paths", ok=False)
+    assert "paths and patterns must be absolute: cpu*/disable" in relative["msg"]
+
+
+def test_every_module_documents_each_of_its_options_in_text_ansible_doc_reads() -> None:
+    """ansible-doc parses the DOCUMENTATION YAML; a ': ' inside a sentence there makes a mapping of
+    it (files.py had one), and `ansible-doc rocm_fleet.fleet.files` then failed."""
+    names = sorted(p.stem for p in (ROOT / "plugins/modules").glob("*.py"))
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-doc"), "--json", "-t", "module",
+                           *(f"rocm_fleet.fleet.{name}" for name in names)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    docs = json.loads(proc.stdout)
+    assert sorted(docs) == [f"rocm_fleet.fleet.{name}" for name in names]
+    for name, doc in docs.items():
+        texts = [doc["doc"]["description"], *(o["description"] for o in doc["doc"]["options"].values()),
+                 *(r["description"] for r in (doc["return"] or {}).values())]
+        for text in texts:
+            assert all(isinstance(line, str) for line in (text if isinstance(text, list) else [text])), (name, text)
