@@ -16,17 +16,26 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
+# dpkg-query -W -f FORMAT NAMES, as dpkg 1.21 answers it: a line per known package, an error line per
+# unknown one and exit 1 then; a deinstalled package keeps its configuration files.
+FAKE_DPKG_QUERY = """#!/usr/bin/env python3
+import json, sys, pathlib
+sel = json.loads(pathlib.Path(__file__).with_name("selections.json").read_text())
+missing = 0
+for name in sys.argv[4:]:
+    if name in sel:
+        status = "config-files" if sel[name] == "deinstall" else "installed"
+        print(f"{name}\\t{sel[name]} ok {status}\\t1.0-{name}")
+    else:
+        print(f"dpkg-query: no packages found matching {name}", file=sys.stderr)
+        missing = 1
+sys.exit(missing)
+"""
 FAKE_DPKG = """#!/usr/bin/env python3
 import json, sys, pathlib
 state = pathlib.Path(__file__).with_name("selections.json")
 sel = json.loads(state.read_text())
-if sys.argv[1] == "--get-selections":
-    for name in sys.argv[2:]:
-        if name in sel:
-            print(f"{name}\\t\\t\\t{sel[name]}")
-        else:
-            print(f"dpkg: no packages found matching {name}", file=sys.stderr)
-elif sys.argv[1] == "--set-selections":
+if sys.argv[1] == "--set-selections":
     for line in sys.stdin.read().splitlines():
         name, value = line.split()
         sel[name] = value
@@ -49,8 +58,9 @@ def run_module(tmp_path: Path, args: dict, check: bool = False, module: str = "d
 
 
 def setup(tmp_path: Path, selections: dict) -> None:
-    (tmp_path / "dpkg").write_text(FAKE_DPKG)
-    (tmp_path / "dpkg").chmod(0o755)
+    for name, script in (("dpkg", FAKE_DPKG), ("dpkg-query", FAKE_DPKG_QUERY)):
+        (tmp_path / name).write_text(script)
+        (tmp_path / name).chmod(0o755)
     (tmp_path / "selections.json").write_text(json.dumps(selections))
 
 
@@ -63,6 +73,7 @@ def test_holds_only_what_differs_in_one_call_and_then_nothing(tmp_path: Path) ->
     assert json.loads((tmp_path / "selections.json").read_text()) == {
         "rocminfo": "hold", "rocm-core": "hold", "amd-smi-lib": "hold"}
     assert (tmp_path / "calls.log").read_text() == "set\n"
+    assert first["installed"] == {n: f"1.0-{n}" for n in names[:3]}
     second = run_module(tmp_path, {"names": names, "selection": "hold"})
     assert (second["changed"], second["changed_packages"]) == (False, [])
 
@@ -77,6 +88,7 @@ def test_release_touches_held_packages_only_and_check_mode_writes_nothing(tmp_pa
     assert done["changed_packages"] == ["old-held"]
     assert json.loads((tmp_path / "selections.json").read_text()) == {
         "old-held": "install", "removed-by-hand": "deinstall", "kept": "install"}
+    assert done["installed"] == {"old-held": "1.0-old-held", "kept": "1.0-kept"}     # not the one removed by hand
 
 
 def test_files_absent_removes_the_existing_files_in_one_call_and_refuses_directories(tmp_path: Path) -> None:
