@@ -57,7 +57,6 @@ installed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-
 # One dpkg-query for the selection (the first word of Status, "want") and the installed version.
 QUERY_FORMAT = "${Package}\t${Status}\t${Version}\n"
 
