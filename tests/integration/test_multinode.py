@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shlex
 import time
 from collections.abc import Iterator
@@ -184,8 +185,11 @@ def test_failing_rank_makes_the_job_fail_with_its_exit_code(cluster, capsys) -> 
     lab, inventory, _ = cluster
     code, doc = cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout-s", "60",
                      "--json", "--", "python3", SMOKE, "--fail-rank", "1", "--exit-code", "7")
-    assert code == 1
-    assert (doc["rc"], doc["timed_out"]) == (7, False), doc["stderr"][-2000:]
+    assert code == 1 and not doc["timed_out"], doc["stderr"][-2000:]
+    # prterun exits with the failed rank's status, or now and then with 255 after naming it: a fresh-clone
+    # CI run on 2026-12-05 got "Process name: [prterun-...@1,1] Exit code: 7" and exit 255 (2 shared cores).
+    named = re.search(r"Exit code:\s+7\b", doc["stderr"])
+    assert doc["rc"] == 7 or (doc["rc"] == 255 and named), doc["stderr"][-2000:]
     assert _leftovers(lab) == {}
 
 
