@@ -1,17 +1,20 @@
 #!/usr/bin/python
-"""Write several files and directories in one call.
+"""Write several files, create several directories and remove several files in one call.
 
 ansible.builtin.template and ansible.builtin.copy cost two module runs per file even when nothing
 changes (a stat, then the file module for the attributes); a role that writes four files spends eight
-module runs on a no-op converge. This module compares and writes them all in one run.
+module runs on a no-op converge. This module compares, writes and removes them all in one run, so a role
+puts everything it writes into one task.
 """
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: files
-short_description: Make several files hold given content, and several directories exist, in one call
+short_description: Make files hold given content, directories exist and other files not exist, in one call
 description:
+  - Removes each of O(absent) that exists (a file or a link; a directory is refused, not emptied), before anything
+    is written.
   - Creates each of O(directories) that is missing and sets its owner, group and O(directory_mode).
   - Writes each of O(files) whose content differs (atomically, through a temporary file in the same
     directory that has the final mode before it is renamed) and sets its owner, group and mode; a
@@ -44,6 +47,11 @@ options:
     type: list
     elements: path
     default: []
+  absent:
+    description: Absolute paths of files that must not exist, such as a setting that is no longer declared.
+    type: list
+    elements: path
+    default: []
   owner:
     description: Owner of every file and directory.
     type: str
@@ -72,6 +80,7 @@ EXAMPLES = r"""
         content: "{{ lookup('ansible.builtin.template', 'rocm-fleet.sources.j2') }}"
       - path: /etc/apt/preferences.d/rocm-fleet-pin
         content: "{{ lookup('ansible.builtin.template', 'rocm-fleet-pin.j2') }}"
+    absent: [/etc/apt/sources.list.d/rocm.list]
   register: __written
   notify: refresh apt
 """
@@ -84,6 +93,11 @@ written:
   returned: always
 created_directories:
   description: The directories that were (or in check mode would be) created.
+  type: list
+  elements: str
+  returned: always
+removed:
+  description: The paths of O(absent) that existed and were (or in check mode would be) removed.
   type: list
   elements: str
   returned: always
@@ -149,6 +163,7 @@ def main() -> None:
                 "content": {"type": "str", "required": True},
                 "mode": {"type": "str"}}},
             "directories": {"type": "list", "elements": "path", "default": []},
+            "absent": {"type": "list", "elements": "path", "default": []},
             "owner": {"type": "str", "default": "root"},
             "group": {"type": "str", "default": "root"},
             "mode": {"type": "str", "default": "0644"},
@@ -158,7 +173,8 @@ def main() -> None:
         # no_log: true, which hides the diff too.
         no_log=True, supports_check_mode=True)
     files = module.params["files"]
-    paths = [f["path"] for f in files] + module.params["directories"]
+    absent = module.params["absent"]
+    paths = [f["path"] for f in files] + module.params["directories"] + absent
     relative = [p for p in paths if not Path(p).is_absolute()]
     if relative:
         module.fail_json(msg=f"paths must be absolute: {', '.join(relative)}")
@@ -171,14 +187,25 @@ def main() -> None:
     not_files = [f["path"] for f in files if Path(f["path"]).is_dir() or Path(f["path"]).is_symlink()]
     if not_files:
         module.fail_json(msg=f"refusing to replace a directory or a link: {', '.join(not_files)}")
+    removed = [p for p in absent if Path(p).is_symlink() or Path(p).exists()]
+    if directories := [p for p in removed if Path(p).is_dir() and not Path(p).is_symlink()]:
+        module.fail_json(msg=f"refusing to remove directories: {', '.join(directories)}")
 
+    if not module.check_mode:
+        for path in removed:
+            try:
+                Path(path).unlink(missing_ok=True)
+            except OSError as exc:
+                module.fail_json(msg=f"could not remove {path}: {exc.strerror}",
+                                 removed=removed[:removed.index(path)])
     created: list[str] = []
-    changed = False
+    changed = bool(removed)
     for directory in module.params["directories"]:
         changed = _ensure_directory(module, Path(directory), created) or changed
 
     written: list[str] = []
-    diffs: list[dict] = []
+    diffs: list[dict] = [{"before_header": "removed", "before": "".join(f"{p}\n" for p in removed), "after": ""}
+                         ] if removed else []
     for entry in files:
         path = Path(entry["path"])
         mode = entry["mode"] or module.params["mode"]
@@ -200,7 +227,7 @@ def main() -> None:
         if differs or attributes_changed:
             written.append(str(path))
     changed = changed or bool(written)
-    module.exit_json(changed=changed, written=written, created_directories=created, diff=diffs)
+    module.exit_json(changed=changed, written=written, created_directories=created, removed=removed, diff=diffs)
 
 
 if __name__ == "__main__":

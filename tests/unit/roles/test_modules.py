@@ -1,5 +1,5 @@
 """The collection's modules: dpkg_holds (one dpkg call for many holds, only the differing ones changed),
-files_absent (many files removed in one call), files (many files written in one call) and read_paths
+files (many files written and removed in one call) and read_paths
 (many files read, globs expanded and paths looked at in one call).
 
 Run through ansible on localhost with a stand-in `dpkg` first on PATH: holding packages of the
@@ -91,19 +91,27 @@ def test_release_touches_held_packages_only_and_check_mode_writes_nothing(tmp_pa
     assert done["installed"] == {"old-held": "1.0-old-held", "kept": "1.0-kept"}     # not the one removed by hand
 
 
-def test_files_absent_removes_the_existing_files_in_one_call_and_refuses_directories(tmp_path: Path) -> None:
+def test_files_removes_the_absent_ones_that_exist_with_the_writes_and_refuses_directories(tmp_path: Path) -> None:
     (tmp_path / "a.list").write_text("deb x\n")
     (tmp_path / "b.link").symlink_to(tmp_path / "nowhere")
     (tmp_path / "dir").mkdir()
     paths = [str(tmp_path / n) for n in ("a.list", "b.link", "c.missing")]
-    dry = run_module(tmp_path, {"paths": paths}, check=True, module="files_absent")
+    args = {"absent": paths, "files": [{"path": str(tmp_path / "ours.sources"), "content": "Types: deb\n"}]}
+    dry = run_module(tmp_path, args, check=True, module="files")
     assert (dry["changed"], dry["removed"], (tmp_path / "a.list").exists()) == (True, paths[:2], True)
-    done = run_module(tmp_path, {"paths": paths}, module="files_absent")
+    assert not (tmp_path / "ours.sources").exists()
+    done = run_module(tmp_path, args, module="files")
     assert done["removed"] == paths[:2] and not os.path.lexists(paths[1]) and not (tmp_path / "a.list").exists()
-    again = run_module(tmp_path, {"paths": paths}, module="files_absent")
-    assert (again["changed"], again["removed"]) == (False, [])
-    refused = run_module(tmp_path, {"paths": [str(tmp_path / "dir")]}, module="files_absent", ok=False)
+    assert done["written"] == [str(tmp_path / "ours.sources")]
+    again = run_module(tmp_path, args, module="files")
+    assert (again["changed"], again["removed"], again["written"]) == (False, [], [])
+    only_absent = run_module(tmp_path, {"absent": [str(tmp_path / "ours.sources")]}, module="files")
+    assert only_absent["removed"] == [str(tmp_path / "ours.sources")] and not (tmp_path / "ours.sources").exists()
+    refused = run_module(tmp_path, {"absent": [str(tmp_path / "dir")]}, module="files", ok=False)
     assert "refusing to remove directories" in refused["msg"] and (tmp_path / "dir").is_dir()
+    both = run_module(tmp_path, {"absent": paths[:1], "files": [{"path": paths[0], "content": ""}]}, module="files",
+                      ok=False)
+    assert f"paths given more than once: {paths[0]}" in both["msg"]
 
 
 def test_files_writes_only_what_differs_creates_parents_and_then_changes_nothing(tmp_path: Path) -> None:
