@@ -9,6 +9,7 @@ Every function takes declared values (role defaults overlaid with the host's inv
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -56,6 +57,20 @@ def tool_packages(items: Iterable[Any], rocm_version: str) -> list[dict[str, str
     '*.<NNNNN>-*' (AMD numbers each package <own version>.<ROCm release>-<build>, e.g. rocblas-clients
     4.2.4.60204-139~22.04); an explicit version '' means any version."""
     return _entries(items, f"*.{rocm_build(rocm_version)}-*")
+
+
+def version_matches(version: str, pattern: str) -> bool:
+    """Whether an installed version is the declared pattern as apt and dnf read a pin: '*' matches anything,
+    every other character only itself ('+', '.', '~' included), the whole version; '' is any version."""
+    if not pattern:
+        return True
+    return re.fullmatch(".*".join(map(re.escape, str(pattern).split("*"))), str(version)) is not None
+
+
+def packages_to_install(wanted: Iterable[Mapping[str, str]], installed: Mapping[str, str]) -> list[dict[str, str]]:
+    """The declared {name, version} entries that are not installed ({name: version}) at a matching version."""
+    return [dict(item) for item in wanted
+            if item["name"] not in installed or not version_matches(installed[item["name"]], item.get("version", ""))]
 
 
 def apt_spec(item: Mapping[str, str]) -> str:

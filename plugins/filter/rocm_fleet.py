@@ -133,6 +133,8 @@ class FilterModule:
             "rocm_build": declared.rocm_build,
             "apt_spec": declared.apt_spec,
             "dnf_spec": declared.dnf_spec,
+            "version_matches": declared.version_matches,
+            "packages_to_install": declared.packages_to_install,
             "tuning_plan": declared.tuning_plan,
             "tuning_paths": declared.runtime_paths,
             "tuning_now": declared.runtime_now,

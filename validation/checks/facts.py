@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,10 +21,6 @@ def wanted_packages(spec: dict) -> list[tuple[str, str]]:
     """(name, version pattern) of rocm_packages and rocm_extra_packages, as roles/rocm pins them."""
     items = [*(spec.get("rocm_packages") or []), *(spec.get("rocm_extra_packages") or [])]
     return [(p["name"], p["version"]) for p in declared.rocm_packages(items, spec["rocm_version"])]
-
-
-def version_matches(version: str, pattern: str) -> bool:
-    return fnmatch.fnmatch(version, pattern)
 
 
 # Read-only facts recorded once per node and run; each is a command that may fail (then null).

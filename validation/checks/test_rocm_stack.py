@@ -38,7 +38,7 @@ def test_rocm_packages_are_installed_at_the_declared_versions(host: Any, spec: d
         package = host.package(name)
         if not package.is_installed:
             wrong.append(f"{name}: not installed (want {pattern})")
-        elif not facts.version_matches(package.version, pattern):
+        elif not declared.version_matches(package.version, pattern):
             wrong.append(f"{name}: {package.version} (want {pattern})")
     expect(not wrong, "RF-CONFIG-ROCM-VERSION", "; ".join(wrong))
 

@@ -24,6 +24,22 @@ def test_bare_rocm_packages_pin_the_release_and_explicit_versions_stay() -> None
     assert declared.dnf_spec({"name": "rocm", "version": "6.2.4*"}) == "rocm-6.2.4*"
 
 
+def test_a_version_matches_its_pin_as_apt_reads_it_whole_and_literal_but_for_the_star() -> None:
+    """One rule for the role's check after the install, its decision to run apt, and the validation check
+    (which used fnmatch, where '?' and '[' are special; the role used a prefix match, where 6.2.4 matched 6.2.40)."""
+    assert declared.version_matches("6.2.4.60204-139~22.04", "6.2.4*")
+    assert declared.version_matches("5.7.1+dfsg-1", "5.7.1+dfsg-1")
+    assert not declared.version_matches("5.7.1+dfsg-10", "5.7.1+dfsg-1")     # whole version, not a prefix
+    assert not declared.version_matches("5.7.11", "5.7.1?")                  # '?' is itself
+    assert not declared.version_matches("6.4.0.60400-47~22.04", "6.2.4*")
+    assert declared.version_matches("anything", "")                          # '' is any version
+    wanted = [{"name": "rocminfo", "version": "6.2.4*"}, {"name": "hipcc", "version": "1.0"},
+              {"name": "rocm-core", "version": "6.2.4*"}]
+    installed = {"rocminfo": "6.2.4.60204-139~22.04", "rocm-core": "6.4.0.60400-47~22.04"}
+    assert declared.packages_to_install(wanted, installed) == wanted[1:]
+    assert declared.packages_to_install(wanted[:1], installed) == []
+
+
 def test_tool_packages_carry_amds_release_number() -> None:
     assert declared.rocm_build("6.2.4") == "60204" and declared.rocm_build("7.0") == "70000"
     assert declared.tool_packages(["rocblas-clients"], "6.2.4") == [

@@ -45,6 +45,18 @@ def test_the_holds_versions_pass_a_match_and_name_a_mismatch_and_a_missing_packa
     assert "failed=1" in out
 
 
+def test_after_an_install_the_second_holds_versions_are_the_ones_checked(tmp_path: Path) -> None:
+    """install-Debian.yml reads the versions before apt (which runs only where one differs) and again after it."""
+    wanted = [{"name": "rocminfo", "version": "6.2.4*"}]
+    before = {"__rocm_dpkg": {"installed": {"rocminfo": "6.1.2-2"}}, "__rocm_wanted": wanted}
+    assert "rocminfo is 6.1.2-2, the inventory declares 6.2.4*." in run_verify(tmp_path, before)
+    after = {**before, "__rocm_dpkg_installed": {"installed": {"rocminfo": "6.2.4.60204-139~22.04"}}}
+    out = run_verify(tmp_path, after)
+    assert "ok: [localhost] => (item=rocminfo)" in out and "failed=0" in out, out[-3000:]
+    skipped = {**before, "__rocm_dpkg_installed": {"skipped": True, "changed": False}}
+    assert "rocminfo is 6.1.2-2" in run_verify(tmp_path, skipped)
+
+
 @pytest.mark.skipif(not shutil.which("dpkg-query"), reason="package_facts reads dpkg here; this machine has none")
 def test_without_the_holds_result_package_facts_reads_the_versions(tmp_path: Path) -> None:
     version = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "bash"], capture_output=True, text=True,
