@@ -139,6 +139,11 @@ REFUSALS = {
     "plain-http-mirror": (
         {"rocm_repo_allow_http": False},
         "must be served over https://; plain http is accepted only with rocm_repo_allow_http: true"),
+    # A variable of a role applied after the others: its argument_specs are checked in preflight.yml
+    # (entry point preflight); before, only when that role was applied, after the first ones ran.
+    "later-role-variable-outside-its-choices": (
+        {"node_tuning_state": "bogus"},
+        "node_tuning_state must be one of: present, absent"),
 }
 
 

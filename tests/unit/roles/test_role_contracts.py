@@ -141,3 +141,11 @@ def test_every_failure_code_is_in_the_one_table_once_and_every_entry_is_used() -
 def test_failure_code_reference_is_generated_from_the_code_tables() -> None:
     assert (ROOT / "docs" / "codes.md").read_text() == docgen.render_codes(), (
         "docs/codes.md is stale; run: python -m validation.docgen codes > docs/codes.md")
+
+
+@pytest.mark.parametrize("role", sorted(p.parent.parent.name for p in (ROOT / "roles").glob("*/tasks/preflight.yml")))
+def test_a_role_with_a_preflight_checks_its_variables_there_as_its_main_entry_point_does(role: str) -> None:
+    """playbooks/preflight.yml includes tasks_from: preflight, which Ansible checks against the entry point
+    of that name; site.yml then applies the roles with rolespec_validate: false."""
+    specs = yaml.safe_load((ROOT / "roles" / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    assert specs.get("preflight") == specs["main"], f"{role}: argument_specs has no preflight entry equal to main"
