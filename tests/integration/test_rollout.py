@@ -164,8 +164,10 @@ def test_a_host_stopped_mid_upgrade_is_recorded_unreachable_while_its_batch_fini
     extra = {**BASE, **hook_vars(log), "rocm_fleet_run_name": run_id, "rocm_fleet_upgrade_serial": 2,
              "rocm_fleet_upgrade_max_fail_percentage": 50}
     try:
-        # the rocm role's argument check opens it in the rolling play (preflight.yml only takes its set_vars)
-        run = upgrade_watching(extra, when="TASK [rocm : Validating arguments", act=lambda: rollout.stop(H2))
+        # the rocm role's argument check opens it in the rolling play (entry point main; preflight.yml checks the
+        # entry point preflight before the rollout starts)
+        run = upgrade_watching(extra, when="TASK [rocm : Validating arguments against arg spec 'main'",
+                               act=lambda: rollout.stop(H2))
     finally:
         rollout.start(H2)
     assert run.rc != 0, run.output[-4000:]
