@@ -42,6 +42,16 @@ class PlaybookRun:
                 out.append(f"{task} -> {line.split('[', 1)[1].split(']', 1)[0]}")
         return out
 
+    def tasks_run(self) -> set[str]:
+        """The tasks (and handlers) that ran a module or an action on some host, rather than being skipped."""
+        out, task = set(), ""
+        for line in self.output.splitlines():
+            if line.startswith(("TASK [", "RUNNING HANDLER [")):
+                task = line.split("[", 1)[1].rsplit("]", 1)[0]
+            elif line.startswith(("ok: [", "changed: [", "failed: [", "fatal: [")):
+                out.add(task)
+        return out
+
 
 def _env() -> dict[str, str]:
     return {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
