@@ -42,6 +42,16 @@ class PlaybookRun:
                 out.append(f"{task} -> {line.split('[', 1)[1].split(']', 1)[0]}")
         return out
 
+    def task_hosts(self, name: str) -> set[str]:
+        """The hosts on which the task (or handler) of that name ran rather than being skipped."""
+        out, current = set(), ""
+        for line in self.output.splitlines():
+            if line.startswith(("TASK [", "RUNNING HANDLER [")):
+                current = line.split("[", 1)[1].rsplit("]", 1)[0]
+            elif current == name and line.startswith(("ok: [", "changed: [", "failed: [", "fatal: [")):
+                out.add(line.split("[", 1)[1].split("]", 1)[0])
+        return out
+
     def tasks_run(self) -> set[str]:
         """The tasks (and handlers) that ran a module or an action on some host, rather than being skipped."""
         out, task = set(), ""

@@ -80,6 +80,9 @@ def test_validate_runs_on_every_host_at_once_and_aggregates(fleet: Lab) -> None:
     assert all(json.loads(d.read_text())["complete"] for d in docs)
     assert (RESULTS / f"{NAME}-one" / f"{hosts(fleet)[0]}.json").exists()
     assert not (RESULTS / f"{NAME}-one" / f"{hosts(fleet)[1]}.json").exists()   # --limit is honoured
+    # the declared state is written where it differs only: the first host has it from the run before
+    written = four.task_hosts("validation_node : Write the declared state the checks compare against")
+    assert written == set(hosts(fleet)[1:]), written
     report = (RESULTS / f"{NAME}-four" / "fleet.md").read_text()
     assert "4 nodes" in report, report
     print(f"validate.yml: 1 host {one.seconds:.0f} s, 4 hosts {four.seconds:.0f} s")
