@@ -10,6 +10,7 @@ collections_path finds the checkout itself through collections/ansible_collectio
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,13 @@ def cstates_absent(listing: str | dict, wanted: list) -> str:
 def cpuidle_globs(states: list) -> list[str]:
     """What node_tuning reads of the CPU idle states: the driver, its states' names, the declared states' switches."""
     return [*cstates.LISTING_GLOBS, *(cstates.switch_glob(state) for state in states)]
+
+
+def files_declared(files: Mapping[str, Any], declared: Mapping[str, Any]) -> dict[str, list]:
+    """A role's files ({name: {path, content}}) and whether each is declared ({name: true to write it, false
+    to remove it, none to leave it alone}) -> rocm_fleet.fleet.files' `files` and `absent`."""
+    return {"files": [files[name] for name, wanted in declared.items() if wanted is True],
+            "absent": [files[name]["path"] for name, wanted in declared.items() if wanted is False]}
 
 
 # --- playbooks ----------------------------------------------------------------------------------
@@ -143,6 +151,7 @@ class FilterModule:
             "thp_path": declared.thp_path,
             "cstates_absent": cstates_absent,
             "cpuidle_globs": cpuidle_globs,
+            "files_declared": files_declared,
             "cpuidle_switch_glob": cstates.switch_glob,
             "adduser_conf": adduser.with_settings,
             "declared_state": declared_state,

@@ -210,3 +210,20 @@ def test_every_module_documents_each_of_its_options_in_text_ansible_doc_reads() 
                  *(r["description"] for r in (doc["return"] or {}).values())]
         for text in texts:
             assert all(isinstance(line, str) for line in (text if isinstance(text, list) else [text])), (name, text)
+
+
+def test_a_roles_declared_files_split_into_what_files_writes_and_what_it_removes() -> None:
+    """rocm_fleet.fleet.files_declared: true writes the file, false removes it, none leaves it alone (node_tuning's
+    GRUB drop-in where grubby sets the command line; rocm's unattended-upgrades file on EL)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rocm_fleet_filters", ROOT / "plugins" / "filter" / "rocm_fleet.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    split = module.FilterModule().filters()["files_declared"]
+    files = {name: {"path": f"/etc/{name}", "content": f"{name}\n"} for name in ("record", "thp", "sysctl", "dropin")}
+    assert split(files, {"record": True, "thp": False, "sysctl": True, "dropin": None}) == {
+        "files": [files["record"], files["sysctl"]], "absent": ["/etc/thp"]}
+    # only True and False count: a string is neither (the roles pass booleans, `| bool` where a variable is read)
+    assert split(files, {"record": "True", "thp": "False"}) == {"files": [], "absent": []}
