@@ -1,6 +1,7 @@
 """The suite's wheels for the nodes, built once per source and byte for byte the same every time.
 
     python validation/wheelhouse.py --root CHECKOUT --dir WHEELHOUSE     (prints {"path": ..., "built": ...})
+    rocm_fleet.fleet.wheelhouse: {root: CHECKOUT, dir: WHEELHOUSE}      (the playbooks: plugins/action/wheelhouse.py)
 
 playbooks/validate.yml installs the suite on every node from wheels built on the controller. A
 wheelhouse lives in `WHEELHOUSE/<digest>/`, where the digest covers every file the rocm-fleet wheel is
@@ -8,7 +9,7 @@ built from and the pytest-testinfra version this controller runs: an unchanged c
 wheels there and builds nothing, and the wheels are reproducible (SOURCE_DATE_EPOCH fixed, so the zip
 timestamps do not move), so the copy to a node is unchanged. Each wheelhouse holds its digest in
 DIGEST: a node records the digest it installed, and skips the whole install while it matches. Only the
-standard library is imported: the playbook runs this file from the checkout it builds.
+standard library is imported: the playbooks' action plugin imports this file from the checkout it builds.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ DIGEST_FILE = "DIGEST"                     # the wheelhouse's name, inside it: n
 KEEP = 4                                   # wheelhouses kept beside the newest (older checkouts, rollbacks)
 # 1980-01-01, the earliest time a zip entry can hold: the build's clock never reaches the bytes.
 SOURCE_DATE_EPOCH = "315532800"
+PIP_LINES = 3                              # pip's last lines kept in the error: the cause, not its traceback
 
 
 class WheelhouseError(Exception):
@@ -74,13 +76,15 @@ def build(root: Path, into: Path, requirement: str | None) -> None:
             copy = source / path.relative_to(root)
             copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, copy)
-        # pip's own output goes to stderr: stdout is the one JSON line the playbook reads
+        # pip's output is kept for the error: the playbooks build inside Ansible's own process, where
+        # anything written to the terminal would break into the task output (plugins/action/wheelhouse.py)
         proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(into),
                                str(source), *([requirement] if requirement else [])],
-                              stdout=2, check=False, env=env)      # fd 2: the process's stderr
+                              capture_output=True, text=True, check=False, env=env)
         if proc.returncode != 0:
-            raise WheelhouseError(f"pip wheel failed (exit {proc.returncode}) building {root} and {requirement}; "
-                                  "its output is above")
+            said = [line.strip() for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+            raise WheelhouseError(f"pip wheel failed (exit {proc.returncode}) building {root} and {requirement}: "
+                                  + " | ".join(said[-PIP_LINES:]))
 
 
 def ensure(root: Path, base: Path, requirement: str | None = None) -> tuple[Path, bool]:

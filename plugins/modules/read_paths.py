@@ -38,6 +38,12 @@ options:
     description: Refuse a file larger than this (sysfs files report 4096 and are read).
     type: int
     default: 1048576
+  base64:
+    description:
+      - Return each file's bytes in base64 instead of as text, for a copy that must be exact
+        (P(rocm_fleet.fleet.fetch_files#module) writes them on the controller).
+    type: bool
+    default: false
 author: rocm-fleet
 """
 
@@ -54,7 +60,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 contents:
-  description: Path to text (undecodable bytes replaced) of every file read.
+  description: Path to text (undecodable bytes replaced) of every file read; its bytes in base64 with O(base64).
   type: dict
   returned: always
 missing:
@@ -78,12 +84,13 @@ types:
   returned: always
 """
 
+import base64
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
 
 
-def _read(path: str, max_bytes: int, contents: dict, unreadable: dict) -> None:
+def _read(path: str, max_bytes: int, contents: dict, unreadable: dict, *, as_base64: bool = False) -> None:
     try:
         with Path(path).open("rb") as handle:
             data = handle.read(max_bytes + 1)
@@ -93,7 +100,7 @@ def _read(path: str, max_bytes: int, contents: dict, unreadable: dict) -> None:
     if len(data) > max_bytes:
         unreadable[path] = f"larger than max_bytes ({max_bytes})"
         return
-    contents[path] = data.decode(errors="replace")
+    contents[path] = base64.b64encode(data).decode() if as_base64 else data.decode(errors="replace")
 
 
 def _type(path: str) -> str:
@@ -111,7 +118,8 @@ def main() -> None:
             "read": {"type": "list", "elements": "path", "default": []},
             "globs": {"type": "list", "elements": "str", "default": []},
             "stat": {"type": "list", "elements": "path", "default": []},
-            "max_bytes": {"type": "int", "default": 1048576}},
+            "max_bytes": {"type": "int", "default": 1048576},
+            "base64": {"type": "bool", "default": False}},
         # What is read may be a secret (a record, a key); it is returned to the controller only.
         no_log=True, supports_check_mode=True)
     params = module.params
@@ -124,7 +132,7 @@ def main() -> None:
     missing = []
     for path in params["read"]:
         if Path(path).exists() or Path(path).is_symlink():
-            _read(path, params["max_bytes"], contents, unreadable)
+            _read(path, params["max_bytes"], contents, unreadable, as_base64=params["base64"])
         else:
             missing.append(path)
     matches = {}
@@ -132,7 +140,7 @@ def main() -> None:
         matches[pattern] = sorted(str(match) for match in Path("/").glob(pattern.lstrip("/")))
         for path in matches[pattern]:
             if path not in contents and path not in unreadable:
-                _read(path, params["max_bytes"], contents, unreadable)
+                _read(path, params["max_bytes"], contents, unreadable, as_base64=params["base64"])
     module.exit_json(changed=False, contents=contents, missing=missing, unreadable=unreadable,
                      matches=matches, types={path: _type(path) for path in params["stat"]})
 

@@ -68,6 +68,20 @@ def _env() -> dict[str, str]:
             "ANSIBLE_FORCE_COLOR": "0"}
 
 
+def adhoc(module: str, args: dict, *, path_first: Path | None = None, check: bool = False, ok: bool = True) -> dict:
+    """The result of one run of the collection's module or action plugin `module` on this machine
+    (`ansible localhost -c local -o`); `path_first` goes first on PATH (stand-in commands)."""
+    env = {**_env(), **({"PATH": f"{path_first}:{os.environ['PATH']}"} if path_first else {})}
+    proc = subprocess.run([str(BIN / "ansible"), "localhost", "-c", "local",
+                           "-e", f"ansible_python_interpreter={sys.executable}", "-o",
+                           "-m", f"rocm_fleet.fleet.{module}", "-a", json.dumps(args), *(["--check"] if check else [])],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert (proc.returncode == 0) == ok, proc.stdout[-2000:] + proc.stderr[-2000:]
+    if proc.stdout.startswith("localhost | SKIPPED"):         # -o prints no result for a skipped task
+        return {"skipped": True}
+    return json.loads(proc.stdout.split(" => ", 1)[1])          # -o: "localhost | CHANGED => {...}"
+
+
 def run_playbook(inventory: Path, playbook_path: Path, *args: str, timeout_s: int = 900) -> PlaybookRun:
     """ansible-playbook on any playbook file, with the project's ansible.cfg."""
     argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(playbook_path), *args]

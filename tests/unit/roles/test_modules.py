@@ -9,11 +9,14 @@ test_provision holds ROCm packages and proves the second converge changes nothin
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from ansible_run import adhoc
 
 ROOT = Path(__file__).resolve().parents[3]
 # dpkg-query -W -f FORMAT NAMES, as dpkg 1.21 answers it: a line per known package, an error line per
@@ -47,14 +50,7 @@ if sys.argv[1] == "--set-selections":
 
 def run_module(tmp_path: Path, args: dict, check: bool = False, module: str = "dpkg_holds",
                ok: bool = True) -> dict:
-    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "ANSIBLE_NOCOLOR": "1"}
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible"), "localhost", "-c", "local",
-                           "-e", f"ansible_python_interpreter={sys.executable}",
-                           "-o", "-m", f"rocm_fleet.fleet.{module}", "-a", json.dumps(args),
-                           *(["--check"] if check else [])],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
-    assert (proc.returncode == 0) == ok, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return json.loads(proc.stdout.split(" => ", 1)[1])          # -o: "localhost | CHANGED => {...}"
+    return adhoc(module, args, path_first=tmp_path, check=check, ok=ok)
 
 
 def setup(tmp_path: Path, selections: dict) -> None:
@@ -227,3 +223,11 @@ def test_a_roles_declared_files_split_into_what_files_writes_and_what_it_removes
         "files": [files["record"], files["sysctl"]], "absent": ["/etc/thp"]}
     # only True and False count: a string is neither (the roles pass booleans, `| bool` where a variable is read)
     assert split(files, {"record": "True", "thp": "False"}) == {"files": [], "absent": []}
+
+
+def test_read_paths_returns_the_bytes_in_base64_when_asked(tmp_path: Path) -> None:
+    (tmp_path / "raw").write_bytes(b"\xff\xfe\x00ok\n")
+    text = run_module(tmp_path, {"read": [str(tmp_path / "raw")]}, module="read_paths")
+    exact = run_module(tmp_path, {"read": [str(tmp_path / "raw")], "base64": True}, module="read_paths")
+    assert text["contents"][str(tmp_path / "raw")] == "\ufffd\ufffd\x00ok\n"          # decoded, bytes replaced
+    assert base64.b64decode(exact["contents"][str(tmp_path / "raw")]) == b"\xff\xfe\x00ok\n"

@@ -1,0 +1,57 @@
+#!/usr/bin/python
+"""Documentation of the action plugin rocm_fleet.fleet.fetch_files (plugins/action/fetch_files.py); it runs
+rocm_fleet.fleet.read_paths on the node, once."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: fetch_files
+short_description: Copy several files from a node to the controller with one module run
+description:
+  - Reads every O(files[].src) on the node with one run of P(rocm_fleet.fleet.read_paths#module) (as the
+    task's become user, as P(ansible.builtin.fetch#module) reads through slurp), and writes each to its
+    O(files[].dest) on the controller atomically, mode 0644, creating missing directories.
+  - Fails, writing nothing, when any source is missing or unreadable or larger than O(max_bytes).
+  - Always reports changed. Skipped in check mode, as P(ansible.builtin.fetch#module) is.
+version_added: "0.1.0"
+options:
+  files:
+    description: The files to copy.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      src:
+        description: Absolute path on the node.
+        type: str
+        required: true
+      dest:
+        description:
+          - Path on the controller; a relative one is taken from the playbook's directory, as
+            P(ansible.builtin.fetch#module) does.
+        type: path
+        required: true
+  max_bytes:
+    description: Refuse a source larger than this.
+    type: int
+    default: 268435456
+author: rocm-fleet
+"""
+
+EXAMPLES = r"""
+- name: Fetch the node's results
+  rocm_fleet.fleet.fetch_files:
+    files:
+      - src: /var/lib/rocm-fleet/results/RUN/node1.json
+        dest: results/RUN/node1.json
+      - src: /var/lib/rocm-fleet/results/RUN/junit.xml
+        dest: results/RUN/junit-node1.xml
+"""
+
+RETURN = r"""
+dest:
+  description: The files written on the controller, in the order given.
+  type: list
+  elements: str
+  returned: success
+"""

@@ -1,0 +1,103 @@
+"""The collection's action plugins, run by Ansible on this machine as the playbooks run them:
+wheelhouse and fleet_report do their work inside Ansible's process; fetch_files reads on the node
+with one run of read_paths and writes on the controller. (The lab runs all three through
+playbooks/validate.yml: tests/integration/test_fleet.py.)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ansible_run import adhoc
+
+from validation import wheelhouse
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def small_project(tmp_path: Path) -> Path:
+    root = tmp_path / "src"
+    (root / "validation").mkdir(parents=True)
+    (root / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+    (root / "README.md").write_text("readme\n")
+    (root / "validation" / "__init__.py").write_text("")
+    return root
+
+
+def test_wheelhouse_builds_once_and_then_finds_it(tmp_path: Path) -> None:
+    root, houses = small_project(tmp_path), tmp_path / "houses"
+    first = adhoc("wheelhouse", {"root": str(root), "dir": str(houses)})
+    assert (first["changed"], first["built"]) == (True, True), first
+    path = Path(first["path"])
+    assert wheelhouse.complete(path) and first["digest"] == path.name == (path / "DIGEST").read_text().strip()
+    again = adhoc("wheelhouse", {"root": str(root), "dir": str(houses)})
+    assert (again["changed"], again["built"], again["path"]) == (False, False, first["path"])
+
+
+def test_wheelhouse_says_what_pip_said_in_its_message_when_the_build_fails(tmp_path: Path) -> None:
+    root = small_project(tmp_path)
+    (root / "pyproject.toml").write_text("[project\nbroken")
+    failed = adhoc("wheelhouse", {"root": str(root), "dir": str(tmp_path / "houses")}, ok=False)
+    said = f"wheelhouse: pip wheel failed (exit {failed['msg'].split('(exit ', 1)[1][0]}) building {root} and "
+    assert failed["msg"].startswith(said) and "\n" not in failed["msg"], failed["msg"]
+    assert "Expected ']' at the end of a table declaration" in failed["msg"], failed["msg"]     # pip's last words
+
+
+def node(host: str, status: str = "pass") -> dict:
+    return {"schema_version": 1, "host": host, "complete": True, "tier": "smoke", "provenance": {},
+            "checks": [{"id": "c", "name": "test_c", "status": status, "code": "RF-BELOW-TARGET" if status == "fail"
+                        else None, "message": "m", "hint": "h"}], "measurements": []}
+
+
+def test_fleet_report_passes_a_passing_fleet_and_names_the_nodes_that_failed_or_delivered_nothing(
+        tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    for doc in (node("n1"), node("n2")):
+        (run / f"{doc['host']}.json").write_text(json.dumps(doc))
+    passed = adhoc("fleet_report", {"results": str(run), "expect": ["n1", "n2"]})
+    assert (passed["rc"], passed["changed"]) == (0, False) and "fleet report:" in passed["stdout"], passed
+    assert {"fleet.md", "fleet.html", "fleet-junit.xml", "fleet.prom"} <= {p.name for p in run.iterdir()}
+    (run / "n2.json").write_text(json.dumps(node("n2", "fail")))
+    failed = adhoc("fleet_report", {"results": str(run), "expect": ["n1", "n2", "n3", "n4"], "unreachable": ["n4"]},
+                   ok=False)
+    assert failed["rc"] == 1 and failed["msg"] == f"the fleet has failures (exit 1): {run}", failed
+    md = (run / "fleet.md").read_text()
+    assert "RF-NODE-NO-RESULTS" in md and "| n4 | results_delivered | RF-NODE-UNREACHABLE |" in md, md
+    assert any(line.split()[:2] == ["n2", "FAIL"] for line in failed["stdout_lines"]), failed["stdout"]
+
+
+def test_fleet_report_says_in_one_line_why_there_is_no_verdict(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    failed = adhoc("fleet_report", {"results": str(tmp_path / "empty")}, ok=False)
+    assert failed["rc"] == 2 and failed["msg"].startswith("rocm-fleet: error: no per-node results in"), failed
+
+
+def test_fetch_files_copies_every_file_byte_for_byte_with_one_module_run(tmp_path: Path) -> None:
+    node_dir, out = tmp_path / "node", tmp_path / "controller"
+    node_dir.mkdir()
+    data = bytes(range(256)) * 3                       # not text: the copy is the bytes, not a decoding of them
+    (node_dir / "doc.json").write_bytes(data)
+    (node_dir / "junit.xml").write_text("<testsuites/>\n")
+    got = adhoc("fetch_files", {"files": [
+        {"src": str(node_dir / "doc.json"), "dest": str(out / "run" / "n1.json")},
+        {"src": str(node_dir / "junit.xml"), "dest": str(out / "run" / "junit-n1.xml")}]})
+    assert got["changed"] and got["dest"] == [str(out / "run" / "n1.json"), str(out / "run" / "junit-n1.xml")]
+    assert (out / "run" / "n1.json").read_bytes() == data
+    assert (out / "run" / "junit-n1.xml").read_text() == "<testsuites/>\n"
+    assert oct((out / "run" / "n1.json").stat().st_mode & 0o777) == "0o644"
+    assert sorted(p.name for p in (out / "run").iterdir()) == ["junit-n1.xml", "n1.json"]      # no temporary left
+
+
+def test_fetch_files_writes_nothing_when_a_source_is_missing_and_is_skipped_in_check_mode(tmp_path: Path) -> None:
+    (tmp_path / "there").write_text("x")
+    files = [{"src": str(tmp_path / "there"), "dest": str(tmp_path / "out" / "a")},
+             {"src": str(tmp_path / "gone"), "dest": str(tmp_path / "out" / "b")}]
+    failed = adhoc("fetch_files", {"files": files}, ok=False)
+    assert failed["msg"] == f"could not fetch {tmp_path / 'gone'}: does not exist", failed
+    assert not (tmp_path / "out").exists()
+    relative = adhoc("fetch_files", {"files": [{"src": "there", "dest": str(tmp_path / "out" / "a")}]}, ok=False)
+    assert relative["msg"] == "src must be absolute on the node: there", relative
+    skipped = adhoc("fetch_files", {"files": files[:1]}, check=True)
+    assert skipped.get("skipped") and not (tmp_path / "out").exists(), skipped
