@@ -1,10 +1,13 @@
-"""rocm_fleet.fleet.fetch_files: copy several files from a node to the controller with one module run.
+"""rocm_fleet.fleet.fetch_files: copy several files from a node to the controller, with no module run
+where the login user may read them and with one where it may not.
 
 ansible.builtin.fetch runs a module on the node for every file (with become, `slurp`; without, a
 stat for the checksum): playbooks/validate.yml's two fetches of a node's results cost 0.66 s on the
-lab's machine. Here rocm_fleet.fleet.read_paths reads them all in one run (as root where the task
-becomes root, like fetch's slurp), returns their bytes in base64, and each is written here
-atomically (a temporary file in the destination's directory, renamed).
+lab's machine. Here each file first comes through the connection's own transfer (sftp or scp over
+the host's one SSH connection; SSH protects what it carries); where that fails for any file (the
+login user may not read it, it is missing), rocm_fleet.fleet.read_paths reads them all in one run as
+the task's become user, like fetch's slurp, and returns their bytes in base64. Every file is written
+here atomically (a temporary file in the destination's directory, renamed), and only when all came.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.plugins.action import ActionBase
 
 MAX_BYTES = 256 * 1024 * 1024        # a node's results document is tens of kB to a few MB
@@ -48,19 +52,40 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         _, args = self.validate_argument_spec(argument_spec=ARGUMENTS)
         files = args["files"]
+        read = None
         if relative := [f["src"] for f in files if not f["src"].startswith("/")]:
             return {**result, "failed": True, "msg": f"src must be absolute on the node: {', '.join(relative)}"}
-        read = self._execute_module(module_name="rocm_fleet.fleet.read_paths", task_vars=task_vars, module_args={
-            "read": [f["src"] for f in files], "max_bytes": args["max_bytes"], "base64": True})
-        if read.get("failed"):
-            return {**result, "failed": True, "msg": read.get("msg", "could not read the files on the node")}
-        problems = [f"{path}: does not exist" for path in read["missing"]] + [
-            f"{path}: {why}" for path, why in read["unreadable"].items()]
-        if problems:
-            return {**result, "failed": True, "msg": "could not fetch " + "; ".join(problems)}
-        written = []
-        for f in files:          # a relative dest is the playbook's, as for ansible.builtin.fetch
-            dest = Path(self._loader.path_dwim(f["dest"]))
-            write_atomically(dest, base64.b64decode(read["contents"][f["src"]]))
-            written.append(str(dest))
-        return {**result, "changed": True, "dest": written}
+        dests = [Path(self._loader.path_dwim(f["dest"])) for f in files]   # relative: the playbook's, as for fetch
+        with tempfile.TemporaryDirectory(prefix="rocm-fleet-fetch-") as tmp:
+            came = self._transfer([f["src"] for f in files], Path(tmp), args["max_bytes"])
+            if came is None:
+                read = self._execute_module(module_name="rocm_fleet.fleet.read_paths", task_vars=task_vars,
+                                            module_args={"read": [f["src"] for f in files],
+                                                         "max_bytes": args["max_bytes"], "base64": True})
+                if read.get("failed"):
+                    return {**result, "failed": True, "msg": read.get("msg", "could not read the files on the node")}
+                problems = [f"{path}: does not exist" for path in read["missing"]] + [
+                    f"{path}: {why}" for path, why in read["unreadable"].items()]
+                if problems:
+                    return {**result, "failed": True, "msg": "could not fetch " + "; ".join(problems)}
+                came = [base64.b64decode(read["contents"][f["src"]]) for f in files]
+            for dest, data in zip(dests, came, strict=True):
+                write_atomically(dest, data)
+        return {**result, "changed": True, "dest": [str(d) for d in dests], "module_run": read is not None}
+
+    def _transfer(self, sources: list[str], tmp: Path, max_bytes: int) -> list[bytes] | None:
+        """Every source's bytes through the connection's own file transfer, or None where one of them
+        could not come that way. A connection that fails is raised (the host is unreachable)."""
+        came = []
+        for number, src in enumerate(sources):
+            local = tmp / str(number)
+            try:
+                self._connection.fetch_file(src, str(local))
+            except AnsibleConnectionFailure:
+                raise
+            except AnsibleError:
+                return None
+            if not local.is_file() or local.stat().st_size > max_bytes:
+                return None
+            came.append(local.read_bytes())
+        return came

@@ -8,9 +8,11 @@ DOCUMENTATION = r"""
 module: fetch_files
 short_description: Copy several files from a node to the controller with one module run
 description:
-  - Reads every O(files[].src) on the node with one run of P(rocm_fleet.fleet.read_paths#module) (as the
-    task's become user, as P(ansible.builtin.fetch#module) reads through slurp), and writes each to its
-    O(files[].dest) on the controller atomically, mode 0644, creating missing directories.
+  - Copies every O(files[].src) through the connection's own file transfer (sftp or scp over the host's
+    SSH connection), which runs no module; where that fails for any of them (the login user may not read
+    it), reads them all with one run of P(rocm_fleet.fleet.read_paths#module) as the task's become user,
+    as P(ansible.builtin.fetch#module) reads through slurp.
+  - Writes each to its O(files[].dest) on the controller atomically, mode 0644, creating missing directories.
   - Fails, writing nothing, when any source is missing or unreadable or larger than O(max_bytes).
   - Always reports changed. Skipped in check mode, as P(ansible.builtin.fetch#module) is.
 version_added: "0.1.0"
@@ -53,5 +55,9 @@ dest:
   description: The files written on the controller, in the order given.
   type: list
   elements: str
+  returned: success
+module_run:
+  description: Whether they came through P(rocm_fleet.fleet.read_paths#module) rather than the connection's transfer.
+  type: bool
   returned: success
 """

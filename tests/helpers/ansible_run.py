@@ -68,11 +68,13 @@ def _env() -> dict[str, str]:
             "ANSIBLE_FORCE_COLOR": "0"}
 
 
-def adhoc(module: str, args: dict, *, path_first: Path | None = None, check: bool = False, ok: bool = True) -> dict:
+def adhoc(module: str, args: dict, *, path_first: Path | None = None, check: bool = False, ok: bool = True,
+          connection: str = "local", env: dict[str, str] | None = None) -> dict:
     """The result of one run of the collection's module or action plugin `module` on this machine
-    (`ansible localhost -c local -o`); `path_first` goes first on PATH (stand-in commands)."""
-    env = {**_env(), **({"PATH": f"{path_first}:{os.environ['PATH']}"} if path_first else {})}
-    proc = subprocess.run([str(BIN / "ansible"), "localhost", "-c", "local",
+    (`ansible localhost -o`, through the local connection or `connection`); `path_first` goes first on PATH
+    (stand-in commands). The implicit localhost names its connection in a variable, which only -e overrides."""
+    env = {**_env(), **({"PATH": f"{path_first}:{os.environ['PATH']}"} if path_first else {}), **(env or {})}
+    proc = subprocess.run([str(BIN / "ansible"), "localhost", "-e", f"ansible_connection={connection}",
                            "-e", f"ansible_python_interpreter={sys.executable}", "-o",
                            "-m", f"rocm_fleet.fleet.{module}", "-a", json.dumps(args), *(["--check"] if check else [])],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)

@@ -74,7 +74,7 @@ def test_fleet_report_says_in_one_line_why_there_is_no_verdict(tmp_path: Path) -
     assert failed["rc"] == 2 and failed["msg"].startswith("rocm-fleet: error: no per-node results in"), failed
 
 
-def test_fetch_files_copies_every_file_byte_for_byte_with_one_module_run(tmp_path: Path) -> None:
+def test_fetch_files_copies_every_file_byte_for_byte_through_the_connection(tmp_path: Path) -> None:
     node_dir, out = tmp_path / "node", tmp_path / "controller"
     node_dir.mkdir()
     data = bytes(range(256)) * 3                       # not text: the copy is the bytes, not a decoding of them
@@ -83,7 +83,8 @@ def test_fetch_files_copies_every_file_byte_for_byte_with_one_module_run(tmp_pat
     got = adhoc("fetch_files", {"files": [
         {"src": str(node_dir / "doc.json"), "dest": str(out / "run" / "n1.json")},
         {"src": str(node_dir / "junit.xml"), "dest": str(out / "run" / "junit-n1.xml")}]})
-    assert got["changed"] and got["dest"] == [str(out / "run" / "n1.json"), str(out / "run" / "junit-n1.xml")]
+    assert got["changed"] and not got["module_run"], got
+    assert got["dest"] == [str(out / "run" / "n1.json"), str(out / "run" / "junit-n1.xml")]
     assert (out / "run" / "n1.json").read_bytes() == data
     assert (out / "run" / "junit-n1.xml").read_text() == "<testsuites/>\n"
     assert oct((out / "run" / "n1.json").stat().st_mode & 0o777) == "0o644"
@@ -101,3 +102,35 @@ def test_fetch_files_writes_nothing_when_a_source_is_missing_and_is_skipped_in_c
     assert relative["msg"] == "src must be absolute on the node: there", relative
     skipped = adhoc("fetch_files", {"files": files[:1]}, check=True)
     assert skipped.get("skipped") and not (tmp_path / "out").exists(), skipped
+
+
+# A connection whose own file transfer fails, as it does for a login user who may not read the file (the
+# tests run as root, who may read anything): everything else is the local connection's.
+NO_TRANSFER = """
+from ansible.errors import AnsibleError
+from ansible.plugins.connection.local import Connection as Local
+
+
+class Connection(Local):
+    transport = "notransfer"
+
+    def fetch_file(self, in_path, out_path):
+        raise AnsibleError(f"failed to transfer file {in_path}: Permission denied")
+"""
+
+
+def test_fetch_files_reads_with_one_module_run_where_the_connection_cannot_transfer(tmp_path: Path) -> None:
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "notransfer.py").write_text(NO_TRANSFER)
+    (tmp_path / "doc.json").write_bytes(b"\xff{}\n")
+    (tmp_path / "junit.xml").write_text("<testsuites/>\n")
+    files = [{"src": str(tmp_path / "doc.json"), "dest": str(tmp_path / "out" / "n1.json")},
+             {"src": str(tmp_path / "junit.xml"), "dest": str(tmp_path / "out" / "junit-n1.xml")}]
+    env = {"ANSIBLE_CONNECTION_PLUGINS": str(tmp_path / "plugins")}
+    got = adhoc("fetch_files", {"files": files}, connection="notransfer", env=env)
+    assert got["changed"] and got["module_run"], got
+    assert (tmp_path / "out" / "n1.json").read_bytes() == b"\xff{}\n"
+    assert (tmp_path / "out" / "junit-n1.xml").read_text() == "<testsuites/>\n"
+    (tmp_path / "junit.xml").unlink()
+    failed = adhoc("fetch_files", {"files": files}, connection="notransfer", env=env, ok=False)
+    assert failed["msg"] == f"could not fetch {tmp_path / 'junit.xml'}: does not exist", failed
