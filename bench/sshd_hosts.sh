@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# N OpenSSH servers on 127.0.0.1 that stand for N hosts on a machine without the lab (the lent GPU
+# machine: 16 cores, no podman, no network), for bench/hosts_side_by_side.py. Each host is this machine
+# over real SSH; the group is `lab`.
+#   bash bench/sshd_hosts.sh N PORT_BASE DIR [SSHD_ROOT]
+# writes DIR/inventory.yml and DIR/key; stop them with: kill $(cat DIR/sshd-*.pid)
+# Uses the machine's sshd, else one unpacked from Debian packages under SSHD_ROOT (dpkg -x of
+# openssh-server, openssh-sftp-server and libwrap0), its libraries found there first.
+set -euo pipefail
+n=$1 base=$2 dir=$3 root=${4:-}
+mkdir -p "$dir" /run/sshd
+chmod 700 "$dir"
+sshd=$(command -v sshd || true)
+sftp=$(ls /usr/lib/openssh/sftp-server /usr/libexec/openssh/sftp-server 2>/dev/null | head -1 || true)
+if [ -z "$sshd" ] && [ -n "$root" ]; then
+  sshd=$root/usr/sbin/sshd sftp=$root/usr/lib/openssh/sftp-server
+  export LD_LIBRARY_PATH=$root/lib/x86_64-linux-gnu:$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+[ -x "$sshd" ] || { echo "sshd_hosts: no sshd on this machine and none under '$root'" >&2; exit 3; }
+command -v ssh > /dev/null || { echo "sshd_hosts: no ssh client on this machine" >&2; exit 3; }
+id sshd > /dev/null 2>&1 || useradd --system --home-dir /run/sshd --shell /usr/sbin/nologin sshd
+rm -f "$dir/key" "$dir/key.pub" "$dir/hostkey" "$dir/hostkey.pub"
+ssh-keygen -q -t ed25519 -N '' -C rf-bench -f "$dir/key"
+ssh-keygen -q -t ed25519 -N '' -C rf-bench-host -f "$dir/hostkey"
+cp "$dir/key.pub" "$dir/authorized_keys"
+{
+  printf 'all:\n  children:\n    lab:\n      hosts:\n'
+  for i in $(seq 1 "$n"); do
+    port=$((base + i))
+    "$sshd" -f /dev/null -o Port=$port -o ListenAddress=127.0.0.1 -o HostKey="$dir/hostkey" \
+      -o AuthorizedKeysFile="$dir/authorized_keys" -o PermitRootLogin=prohibit-password -o StrictModes=no \
+      -o UsePAM=no -o PidFile="$dir/sshd-$i.pid" -o Subsystem="sftp $sftp" -o MaxSessions=100 \
+      -o MaxStartups=100
+    printf '        host%s: {ansible_host: 127.0.0.1, ansible_port: %s}\n' "$i" "$port"
+  done
+  printf '      vars:\n        ansible_user: root\n        ansible_ssh_private_key_file: %s/key\n' "$dir"
+  printf "        ansible_ssh_common_args: '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'\n"
+} > "$dir/inventory.yml"
+for i in $(seq 1 "$n"); do
+  ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=error \
+    -i "$dir/key" -p $((base + i)) root@127.0.0.1 true
+done
+echo "sshd_hosts: $n hosts on 127.0.0.1:$((base + 1))-$((base + n)) ($sshd), inventory $dir/inventory.yml"
