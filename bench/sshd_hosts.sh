@@ -4,24 +4,31 @@
 # over real SSH; the group is `lab`.
 #   bash bench/sshd_hosts.sh N PORT_BASE DIR [SSHD_ROOT]
 # writes DIR/inventory.yml and DIR/key; stop them with: kill $(cat DIR/sshd-*.pid)
-# Uses the machine's sshd, else one unpacked from Debian packages under SSHD_ROOT (dpkg -x of
-# openssh-server, openssh-sftp-server and libwrap0), its libraries found there first.
+# Uses the machine's sshd, ssh and ssh-keygen, else those unpacked from Debian packages under SSHD_ROOT
+# (dpkg -x of openssh-server, openssh-sftp-server, openssh-client, with the libraries they link but glibc
+# copied into SSHD_ROOT/lib), run through wrappers in DIR/bin that find those libraries first: put DIR/bin
+# first on PATH for the runs that use the hosts.
 set -euo pipefail
 n=$1 base=$2 dir=$3 root=${4:-}
-mkdir -p "$dir" /run/sshd
+mkdir -p "$dir/bin" /run/sshd
 chmod 700 "$dir"
-sshd=$(command -v sshd || true)
+tool() {   # NAME PATH-UNDER-ROOT: the machine's NAME, else a wrapper in DIR/bin around the unpacked one
+  if command -v "$1" > /dev/null && [ "$(command -v "$1")" != "$dir/bin/$1" ]; then command -v "$1"; return; fi
+  [ -n "$root" ] && [ -x "$root/$2" ] || { echo "sshd_hosts: no $1 on this machine and none under '$root'" >&2; exit 3; }
+  printf '#!/bin/sh\nLD_LIBRARY_PATH=%s/lib:%s/usr/lib/x86_64-linux-gnu exec %s/%s "$@"\n' "$root" "$root" "$root" "$2" \
+    > "$dir/bin/$1"
+  chmod 755 "$dir/bin/$1"
+  echo "$dir/bin/$1"
+}
+sshd=$(tool sshd usr/sbin/sshd)
+ssh=$(tool ssh usr/bin/ssh)
+keygen=$(tool ssh-keygen usr/bin/ssh-keygen)
 sftp=$(ls /usr/lib/openssh/sftp-server /usr/libexec/openssh/sftp-server 2>/dev/null | head -1 || true)
-if [ -z "$sshd" ] && [ -n "$root" ]; then
-  sshd=$root/usr/sbin/sshd sftp=$root/usr/lib/openssh/sftp-server
-  export LD_LIBRARY_PATH=$root/lib/x86_64-linux-gnu:$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-[ -x "$sshd" ] || { echo "sshd_hosts: no sshd on this machine and none under '$root'" >&2; exit 3; }
-command -v ssh > /dev/null || { echo "sshd_hosts: no ssh client on this machine" >&2; exit 3; }
+[ -n "$sftp" ] || sftp=$(tool sftp-server usr/lib/openssh/sftp-server)
 id sshd > /dev/null 2>&1 || useradd --system --home-dir /run/sshd --shell /usr/sbin/nologin sshd
 rm -f "$dir/key" "$dir/key.pub" "$dir/hostkey" "$dir/hostkey.pub"
-ssh-keygen -q -t ed25519 -N '' -C rf-bench -f "$dir/key"
-ssh-keygen -q -t ed25519 -N '' -C rf-bench-host -f "$dir/hostkey"
+"$keygen" -q -t ed25519 -N '' -C rf-bench -f "$dir/key"
+"$keygen" -q -t ed25519 -N '' -C rf-bench-host -f "$dir/hostkey"
 cp "$dir/key.pub" "$dir/authorized_keys"
 {
   printf 'all:\n  children:\n    lab:\n      hosts:\n'
@@ -37,7 +44,7 @@ cp "$dir/key.pub" "$dir/authorized_keys"
   printf "        ansible_ssh_common_args: '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'\n"
 } > "$dir/inventory.yml"
 for i in $(seq 1 "$n"); do
-  ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=error \
+  "$ssh" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=error \
     -i "$dir/key" -p $((base + i)) root@127.0.0.1 true
 done
-echo "sshd_hosts: $n hosts on 127.0.0.1:$((base + 1))-$((base + n)) ($sshd), inventory $dir/inventory.yml"
+echo "sshd_hosts: $n hosts on 127.0.0.1:$((base + 1))-$((base + n)) ($sshd, $ssh), inventory $dir/inventory.yml"
