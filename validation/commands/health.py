@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from validation import slurm
-from validation.commands.validate import checks_argv
+from validation.commands.validate import checks_argv, checks_env
 from validation.errors import RocmFleetError
 from validation.records import FAILING
 from validation.report import load_run
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         proc = subprocess.run(checks_argv("local://", "health", results, *options), capture_output=True, text=True,
-                              timeout=args.timeout, check=False)
+                              timeout=args.timeout, check=False, env=checks_env())
         rc: int | None = proc.returncode
     except subprocess.TimeoutExpired:
         rc = None

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import importlib.metadata
 import importlib.util
 import os
 import signal
@@ -57,20 +56,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _plugin_installed() -> bool:
-    """True when the pytest11 entry point registers the checks plugin (a pip-installed suite)."""
-    return any(ep.value == "validation.checks.plugin" for ep in importlib.metadata.entry_points(group="pytest11"))
+# The checks run with exactly the pytest plugins they need: testinfra's, their own and, to check hosts side
+# by side, pytest-xdist's. Whatever else is installed beside them is not loaded (autoload off): a
+# controller's pytest-cov, pytest-benchmark or jaxtyping plugin can neither change the run nor add its own
+# start-up to it (on the lent GPU machine, 6.6 CPU-s a host with them: docs/measurements/fleet-speed.md).
+PLUGINS = ("testinfra.plugin", "validation.checks.plugin")
+
+
+def checks_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment pytest runs the checks in: `base` (default this process's) with plugin autoload off."""
+    return {**(os.environ if base is None else base), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 def checks_argv(hosts: str, expr: str, results: Path, *options: str) -> list[str]:
-    """pytest over validation/checks for `hosts`, the marker expression `expr`, results into `results`."""
+    """pytest over validation/checks for `hosts`, the marker expression `expr`, results into `results`;
+    run it in checks_env()."""
     checks = Path(__file__).resolve().parents[1] / "checks"
-    argv = [sys.executable, "-m", "pytest", "-c", str(checks / "pytest.ini"), "--rootdir", str(checks),
-            str(checks), f"--hosts={hosts}", "-m", expr, f"--rf-results={results}",
-            f"--junitxml={results / 'junit.xml'}", "-o", "junit_family=xunit2", *options]
-    if not _plugin_installed():           # running from a checkout on PYTHONPATH (e.g. a lent GPU machine)
-        argv[3:3] = ["-p", "validation.checks.plugin"]
-    return argv
+    return [sys.executable, "-m", "pytest", *(arg for name in PLUGINS for arg in ("-p", name)),
+            "-c", str(checks / "pytest.ini"), "--rootdir", str(checks), str(checks), f"--hosts={hosts}", "-m", expr,
+            f"--rf-results={results}", f"--junitxml={results / 'junit.xml'}", "-o", "junit_family=xunit2", *options]
 
 
 def marker_expr(tier: str, *, no_gpu: bool) -> str:
@@ -111,7 +115,7 @@ def parallel_argv(hosts: str, forks: int) -> list[str]:
         print("rocm-fleet: pytest-xdist is not installed; checking the hosts one after another "
               "(pip install pytest-xdist to check them side by side)", file=sys.stderr)
         return []
-    return ["-n", "auto", f"--rf-forks={forks}"]
+    return ["-p", "xdist.plugin", "-n", "auto", f"--rf-forks={forks}"]
 
 
 def check_inputs(args: argparse.Namespace) -> None:
@@ -183,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     if args.hosts.startswith("ansible://") and (warning := reuse_ssh_connections()):
         print(warning, file=sys.stderr)
     # testinfra's ansible backend calls ansible-inventory: find it beside this interpreter first
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = checks_env({**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"})
     rc = _run_pytest(argv, env, args.timeout)
     nodes = load_run(results)
     (results / "report.html").write_text(render_html(nodes, title=f"rocm-fleet {args.tier} validation"))

@@ -118,8 +118,8 @@ def test_a_worker_writes_and_closes_only_the_progress_of_the_nodes_it_ran(tmp_pa
 
 
 @pytest.mark.parametrize(("hosts", "forks", "argv"), [
-    ("ansible://gpu_nodes", 16, ["-n", "auto", "--rf-forks=16"]),
-    ("ssh://n1,ssh://n2", 4, ["-n", "auto", "--rf-forks=4"]),
+    ("ansible://gpu_nodes", 16, ["-p", "xdist.plugin", "-n", "auto", "--rf-forks=16"]),
+    ("ssh://n1,ssh://n2", 4, ["-p", "xdist.plugin", "-n", "auto", "--rf-forks=4"]),
     ("ansible://gpu_nodes", 1, []),            # one host after another, one process
     ("local://", 16, []),                      # one node, checked where it runs
 ])
