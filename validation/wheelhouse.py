@@ -80,7 +80,7 @@ def build(root: Path, into: Path, requirement: str | None) -> None:
         # anything written to the terminal would break into the task output (plugins/action/wheelhouse.py)
         proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(into),
                                str(source), *([requirement] if requirement else [])],
-                              capture_output=True, text=True, check=False, env=env)
+                              capture_output=True, text=True, errors="replace", check=False, env=env)
         if proc.returncode != 0:
             said = [line.strip() for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
             raise WheelhouseError(f"pip wheel failed (exit {proc.returncode}) building {root} and {requirement}: "

@@ -30,18 +30,23 @@ ARGUMENTS = {
 }
 
 
-def write_atomically(dest: Path, data: bytes) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.")
-    staging = Path(name)
+def write_all(files: list[tuple[Path, bytes]]) -> None:
+    """Every file staged beside its destination first, then each renamed into place: a write that fails
+    leaves every destination as it was."""
+    staged: list[tuple[Path, Path]] = []
     try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        staging.chmod(0o644)
-        staging.replace(dest)
-    except BaseException:
-        staging.unlink(missing_ok=True)
-        raise
+        for dest, data in files:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            handle, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.")
+            staged.append((Path(name), dest))
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+            Path(name).chmod(0o644)
+        for staging, dest in staged:
+            staging.replace(dest)
+    finally:
+        for staging, _ in staged:
+            staging.unlink(missing_ok=True)
 
 
 class ActionModule(ActionBase):
@@ -69,13 +74,17 @@ class ActionModule(ActionBase):
                 if problems:
                     return {**result, "failed": True, "msg": "could not fetch " + "; ".join(problems)}
                 came = [base64.b64decode(read["contents"][f["src"]]) for f in files]
-            for dest, data in zip(dests, came, strict=True):
-                write_atomically(dest, data)
+            write_all(list(zip(dests, came, strict=True)))
         return {**result, "changed": True, "dest": [str(d) for d in dests], "module_run": read is not None}
 
     def _transfer(self, sources: list[str], tmp: Path, max_bytes: int) -> list[bytes] | None:
         """Every source's bytes through the connection's own file transfer, or None where one of them
         could not come that way. A connection that fails is raised (the host is unreachable)."""
+        # ssh's "smart" transfer tries sftp, then scp, then dd, each failure with a warning: for a file the
+        # login user may not read, sftp's failure is the answer (read_paths reads it), so sftp alone
+        if "ssh_transfer_method" in getattr(self._connection, "option_definitions", {}) \
+                and self._connection.get_option("ssh_transfer_method") == "smart":
+            self._connection.set_option("ssh_transfer_method", "sftp")
         came = []
         for number, src in enumerate(sources):
             local = tmp / str(number)

@@ -7,6 +7,7 @@ playbooks/validate.yml: tests/integration/test_fleet.py.)
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from ansible_run import adhoc
@@ -100,6 +101,16 @@ def test_fetch_files_writes_nothing_when_a_source_is_missing_and_is_skipped_in_c
     assert not (tmp_path / "out").exists()
     relative = adhoc("fetch_files", {"files": [{"src": "there", "dest": str(tmp_path / "out" / "a")}]}, ok=False)
     assert relative["msg"] == "src must be absolute on the node: there", relative
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "a").write_text("before\n")
+    (tmp_path / "out" / "taken").write_text("a file where a directory would go\n")
+    (tmp_path / "gone").write_text("y")
+    blocked = [files[0], {"src": str(tmp_path / "gone"), "dest": str(tmp_path / "out" / "taken" / "b")}]
+    adhoc("fetch_files", {"files": blocked}, ok=False)
+    assert (tmp_path / "out" / "a").read_text() == "before\n"            # all or nothing
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a", "taken"]
+    (tmp_path / "gone").unlink()
+    shutil.rmtree(tmp_path / "out")
     skipped = adhoc("fetch_files", {"files": files[:1]}, check=True)
     assert skipped.get("skipped") and not (tmp_path / "out").exists(), skipped
 

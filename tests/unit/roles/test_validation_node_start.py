@@ -25,9 +25,9 @@ SCRIPTS = yaml.safe_load((ROOT / "roles/validation_node/vars/main.yml").read_tex
 IN_VENV = SCRIPTS["__validation_node_in_venv"]
 
 
-def run(python: str, script: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["python3", "-S", "-c", IN_VENV, python, script, *args], capture_output=True, text=True,
-                          timeout=60, check=False, cwd="/")   # not this checkout: `-c` puts the directory on sys.path
+def run(python: str, script: str, *args: str, cwd: Path | str = "/") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["python3", "-I", "-S", "-c", IN_VENV, python, script, *args], capture_output=True,
+                          text=True, timeout=60, check=False, cwd=cwd)
 
 
 def stale(proc: subprocess.CompletedProcess[str]) -> dict:
@@ -96,6 +96,26 @@ def test_a_venv_gone_or_without_the_suite_is_said_the_same_way_by_the_start_and_
         "cannot import validation testinfra pytest yaml jinja2 jsonschema requests"
     assert stale(run(str(bare), SCRIPTS["__validation_node_follow_script"], "--version")) == {
         "install": "cannot import validation", "spec": True}
+
+
+def test_a_venv_python_that_cannot_be_run_is_out_of_date_too(node: dict, tmp_path: Path) -> None:
+    broken = tmp_path / "python"              # executable, but nothing the kernel can run
+    broken.write_bytes(b"\x00not a program\n")
+    broken.chmod(0o755)
+    assert stale(start(node, python=str(broken))) == {"install": "no virtual environment", "spec": True}
+
+
+def test_a_module_in_the_working_directory_cannot_stand_in_for_the_suites(node: dict, tmp_path: Path) -> None:
+    """Under sudo the node's commands run in the login user's home: a validation/ there is not imported."""
+    home = tmp_path / "home"
+    (home / "validation").mkdir(parents=True)
+    (home / "validation" / "__init__.py").write_text("raise SystemExit('the home directory was imported')\n")
+    given = {**node}
+    proc = run(sys.executable, SCRIPTS["__validation_node_start_script"], given["record"], given["spec"],
+               given["digest"], given["declared"], *node["dirs"], "--", "--version", cwd=home)
+    assert (proc.returncode, proc.stdout.strip()) == (0, f"rocm-fleet {__version__}"), proc.stderr
+    follow = run(sys.executable, SCRIPTS["__validation_node_follow_script"], "--version", cwd=home)
+    assert follow.returncode == 0, follow.stderr
 
 
 def test_the_follower_runs_the_command_it_is_given(node: dict) -> None:
