@@ -121,3 +121,14 @@ def test_a_module_in_the_working_directory_cannot_stand_in_for_the_suites(node: 
 def test_the_follower_runs_the_command_it_is_given(node: dict) -> None:
     proc = run(sys.executable, SCRIPTS["__validation_node_follow_script"], "--version")
     assert (proc.returncode, proc.stdout.strip()) == (0, f"rocm-fleet {__version__}"), proc.stderr
+
+
+def test_given_no_command_the_start_only_says_whether_the_node_is_current(node: dict) -> None:
+    """validate.yml --check: the start checks and starts nothing."""
+    check = [SCRIPTS["__validation_node_start_script"], node["record"], node["spec"], node["digest"],
+             node["declared"], *node["dirs"], "--"]
+    proc = run(sys.executable, *check)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    Path(node["spec"]).chmod(0o600)
+    proc = run(sys.executable, *check)
+    assert stale(proc) == {"install": "", "spec": True} and proc.stdout == ""
