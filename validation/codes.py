@@ -160,8 +160,9 @@ CODES: dict[str, str] = {
     "RF-NO-NVIDIA-GPU": "nvidia-smi does not answer: check the NVIDIA driver (`nvidia-smi`, dmesg NVRM lines).",
     "RF-NODE-UNREACHABLE": "The node stopped answering over SSH during the run: check that it is up (ping, ssh, "
                            "BMC console), then re-run validate.yml --limit NODE.",
-    "RF-NODE-NO-RESULTS": "The node was targeted but delivered no results: read its lines in the play recap "
-                          "(install, disk or timeout), fix, and re-run validate.yml --limit NODE.",
+    "RF-NODE-NO-RESULTS": "The node was targeted but delivered no results: the step that failed follows the "
+                          "message where the run saw it (install, disk or timeout; else read the node's lines in the "
+                          "play output), fix, and re-run validate.yml --limit NODE.",
     "RF-PROBE-WRONG-RESULT": "A probe computed a wrong result on the named GPU: drain the node, re-run, and run "
                              "the vendor diagnostics (RVS/AGFHC or dcgmi diag) on that GPU; RMA if it repeats.",
     # --- host tuning, GPU access and environment drift (validation/checks/tuning_codes.py)

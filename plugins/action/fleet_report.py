@@ -28,6 +28,7 @@ ARGUMENTS = {
     "results": {"type": "path", "required": True},
     "expect": {"type": "list", "elements": "str", "default": []},
     "unreachable": {"type": "list", "elements": "str", "default": []},
+    "reasons": {"type": "dict", "default": {}},    # node -> what the run saw of it, where it delivered nothing
 }
 
 
@@ -40,7 +41,8 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         _, args = self.validate_argument_spec(argument_spec=ARGUMENTS)
         argv = ["report", args["results"], "--jobs", "1", "--expect", *args["expect"],
-                "--unreachable", *args["unreachable"]]
+                "--unreachable", *args["unreachable"],
+                *(f"--reason={node}={' '.join(str(why).split())}" for node, why in args["reasons"].items() if why)]
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             rc = cli.main(argv)

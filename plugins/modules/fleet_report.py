@@ -29,6 +29,12 @@ options:
     type: list
     elements: str
     default: []
+  reasons:
+    description:
+      - What the run saw of a node that delivered no results document (the step that failed and its message),
+        by node; said with that node's failure in every report format. Ignored for nodes that delivered one.
+    type: dict
+    default: {}
 author: rocm-fleet
 """
 

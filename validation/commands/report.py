@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="nodes that were targeted: one without a results document is reported as a failure")
     p.add_argument("--unreachable", metavar="NODE", nargs="*", default=[],
                    help="nodes known to have become unreachable during the run (reported as such)")
+    p.add_argument("--reason", metavar="NODE=TEXT", action="append", default=[], type=_reason,
+                   help="what the run saw of a node that delivered no document (the step that failed and its "
+                        "message), added to its failure; repeat per node")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="processes that read the documents (default: the CPUs this process may use, at most "
                         f"{MAX_JOBS}; 1 = read them here, one after another)")
@@ -38,9 +41,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+def _reason(text: str) -> tuple[str, str]:
+    node, sep, why = text.partition("=")
+    if not (sep and node.strip() and why.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not NODE=TEXT")
+    return node.strip(), why.strip()
+
+
 def run(args: argparse.Namespace) -> int:
     with gather(args.results, jobs=args.jobs) as read:
-        nodes = with_missing(read.nodes, args.expect, args.unreachable)
+        nodes = with_missing(read.nodes, args.expect, args.unreachable, dict(args.reason))
         if not nodes:
             raise RocmFleetError(f"no per-node results in {args.results}; point at a directory written by "
                                  "`rocm-fleet validate` or playbooks/validate.yml")

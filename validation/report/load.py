@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -128,15 +128,19 @@ MISSING = {  # why a targeted node has no document -> (code, what was seen)
 }
 
 
-def with_missing(nodes: list[dict[str, Any]], expected: list[str], unreachable: list[str]) -> list[dict[str, Any]]:
+def with_missing(nodes: list[dict[str, Any]], expected: list[str], unreachable: list[str],
+                 reasons: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Add a failing stand-in document for every expected node that delivered none, so a node
-    that vanished is a named failure in every report format instead of a silent gap."""
+    that vanished is a named failure in every report format instead of a silent gap. `reasons`: what
+    the run saw of such a node (the step that failed, its message), said with its failure."""
     present = {n["host"] for n in nodes}
     stand_ins = []
     for host in dict.fromkeys([*expected, *unreachable]):
         if host in present:
             continue
         code, message = MISSING["unreachable" if host in unreachable else "no-results"]
+        if reasons and reasons.get(host):
+            message = f"{message}: {reasons[host]}"
         stand_ins.append({"schema_version": 1, "host": host, "tier": None, "started_at": None, "finished_at": None,
                           "complete": False, "missing": True, "provenance": {}, "measurements": [],
                           "checks": [{"id": "results_delivered", "name": "results_delivered", "tier": None,

@@ -45,6 +45,26 @@ def test_report_fails_and_names_the_unreachable_node(tmp_path: Path, capsys) -> 
     assert "n3" in (run / "fleet-junit.xml").read_text()
 
 
+def test_what_the_run_saw_of_a_node_that_delivered_nothing_is_said_with_its_failure(tmp_path: Path, capsys) -> None:
+    run = write(tmp_path / "run", node("n1"))
+    why = "Stop when the suite failed to run: the suite on n2 exited 2 and wrote no results document: File exists"
+    assert main(["report", str(run), "--expect", "n1", "n2", "n3", "--reason", f"n2={why}",
+                 "--reason", "n1=ignored: n1 delivered its document"]) == 1
+    md = (run / "fleet.md").read_text()
+    assert f"the node was targeted but delivered no results document: {why}" in md, md
+    assert "ignored" not in md and "File exists" in (run / "fleet-junit.xml").read_text()
+    assert "delivered no results document\n" in md or "delivered no results document |" in md   # n3: no reason
+
+
+def test_a_reason_not_of_the_form_node_equals_text_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    run = write(tmp_path / "run", node("n1"))
+    for bad in ("n2", "=why", "n2="):
+        assert main(["report", str(run), "--reason", bad]) == 2
+        err = capsys.readouterr().err
+        assert f"argument --reason: {bad!r} is not NODE=TEXT" in err and "Traceback" not in err, err
+    assert not (run / "fleet.md").exists()
+
+
 def test_compare_for_one_node_ignores_the_others(tmp_path: Path) -> None:
     before = write(tmp_path / "before", node("n1", value=600.0), node("n2", value=600.0))
     after = write(tmp_path / "after", node("n1", value=599.0), node("n2", value=300.0))

@@ -61,11 +61,13 @@ def test_fleet_report_passes_a_passing_fleet_and_names_the_nodes_that_failed_or_
     assert (passed["rc"], passed["changed"]) == (0, False) and "fleet report:" in passed["stdout"], passed
     assert {"fleet.md", "fleet.html", "fleet-junit.xml", "fleet.prom"} <= {p.name for p in run.iterdir()}
     (run / "n2.json").write_text(json.dumps(node("n2", "fail")))
-    failed = adhoc("fleet_report", {"results": str(run), "expect": ["n1", "n2", "n3", "n4"], "unreachable": ["n4"]},
+    failed = adhoc("fleet_report", {"results": str(run), "expect": ["n1", "n2", "n3", "n4"], "unreachable": ["n4"],
+                                    "reasons": {"n3": "Install the suite:\n  pip exited 1 = no wheel", "n1": ""}},
                    ok=False)
     assert failed["rc"] == 1 and failed["msg"] == f"the fleet has failures (exit 1): {run}", failed
     md = (run / "fleet.md").read_text()
     assert "RF-NODE-NO-RESULTS" in md and "| n4 | results_delivered | RF-NODE-UNREACHABLE |" in md, md
+    assert "delivered no results document: Install the suite: pip exited 1 = no wheel" in md, md
     assert any(line.split()[:2] == ["n2", "FAIL"] for line in failed["stdout_lines"]), failed["stdout"]
 
 
