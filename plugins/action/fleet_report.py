@@ -40,6 +40,8 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         _, args = self.validate_argument_spec(argument_spec=ARGUMENTS)
+        if args["expect"]:    # the run targeted nodes: where none delivered anything, its report says so
+            Path(args["results"]).mkdir(parents=True, exist_ok=True)
         argv = ["report", args["results"], "--jobs", "1", "--expect", *args["expect"],
                 "--unreachable", *args["unreachable"],
                 *(f"--reason={node}={' '.join(str(why).split())}" for node, why in args["reasons"].items() if why)]

@@ -103,8 +103,10 @@ def test_a_node_whose_suite_cannot_start_is_named_with_the_suites_own_reason_at_
     assert f"the suite on {h1} exited 2 and wrote no results document" in run.output, run.output[-5000:]
     assert "File exists" in run.output and "(item=exited 2)" in run.output, run.output[-5000:]
     assert "waiting for the run to start" not in run.output, run.output[-5000:]
-    report = (RESULTS / run_id / "fleet.md").read_text()     # and the report says it with the node's failure
+    # the only node failed, and the fleet report was written all the same and says why; the node is failed
+    report = (RESULTS / run_id / "fleet.md").read_text()
     assert "RF-NODE-NO-RESULTS" in report and "exited 2 and wrote no results document" in report, report
+    assert re.search(rf"{h1}\s+: ok=\d+\s+changed=\d+\s+unreachable=0\s+failed=1", run.output), run.output[-3000:]
 
 
 def test_rolling_upgrade_stops_at_the_failure_budget_and_leaves_the_failing_host_drained(fleet: Lab) -> None:

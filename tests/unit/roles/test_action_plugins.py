@@ -71,6 +71,16 @@ def test_fleet_report_passes_a_passing_fleet_and_names_the_nodes_that_failed_or_
     assert any(line.split()[:2] == ["n2", "FAIL"] for line in failed["stdout_lines"]), failed["stdout"]
 
 
+def test_fleet_report_of_a_run_where_no_node_delivered_anything_names_every_node(tmp_path: Path) -> None:
+    run = tmp_path / "results" / "run-1"          # no node got as far as writing here
+    failed = adhoc("fleet_report", {"results": str(run), "expect": ["n1", "n2"],
+                                    "reasons": {"n1": "Install the suite: no space left on device"}}, ok=False)
+    assert failed["rc"] == 1, failed
+    md = (run / "fleet.md").read_text()
+    assert "| n1 | results_delivered | RF-NODE-NO-RESULTS |" in md and "no space left on device" in md, md
+    assert "| n2 | results_delivered | RF-NODE-NO-RESULTS |" in md, md
+
+
 def test_fleet_report_says_in_one_line_why_there_is_no_verdict(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     failed = adhoc("fleet_report", {"results": str(tmp_path / "empty")}, ok=False)
