@@ -8,8 +8,11 @@
 # (dpkg -x of openssh-server, openssh-sftp-server, openssh-client, with the libraries they link but glibc
 # copied into SSHD_ROOT/lib), run through wrappers in DIR/bin that find those libraries first: put DIR/bin
 # first on PATH for the runs that use the hosts.
+# PRIVATE_DIRS="DIR ..." gives each host its own empty copy of those directories (each sshd in its own
+# mount namespace, a tmpfs on each), so a playbook that installs into them (validate.yml: /opt/rocm-fleet,
+# /etc/rocm-fleet, /var/lib/rocm-fleet) sees four nodes, not one machine four times. Needs root.
 set -euo pipefail
-n=$1 base=$2 dir=$3 root=${4:-}
+n=$1 base=$2 dir=$3 root=${4:+$(cd "$4" && pwd)}   # absolute: sshd re-executes itself by its own path
 mkdir -p "$dir/bin" /run/sshd
 chmod 700 "$dir"
 tool() {   # NAME PATH-UNDER-ROOT: the machine's NAME, else a wrapper in DIR/bin around the unpacked one
@@ -23,6 +26,7 @@ tool() {   # NAME PATH-UNDER-ROOT: the machine's NAME, else a wrapper in DIR/bin
 sshd=$(tool sshd usr/sbin/sshd)
 ssh=$(tool ssh usr/bin/ssh)
 keygen=$(tool ssh-keygen usr/bin/ssh-keygen)
+tool sftp usr/bin/sftp > /dev/null   # ansible finds it on PATH (DIR/bin first)
 sftp=$(ls /usr/lib/openssh/sftp-server /usr/libexec/openssh/sftp-server 2>/dev/null | head -1 || true)
 [ -n "$sftp" ] || sftp=$(tool sftp-server usr/lib/openssh/sftp-server)
 id sshd > /dev/null 2>&1 || useradd --system --home-dir /run/sshd --shell /usr/sbin/nologin sshd
@@ -34,7 +38,13 @@ cp "$dir/key.pub" "$dir/authorized_keys"
   printf 'all:\n  children:\n    lab:\n      hosts:\n'
   for i in $(seq 1 "$n"); do
     port=$((base + i))
-    "$sshd" -f /dev/null -o Port=$port -o ListenAddress=127.0.0.1 -o HostKey="$dir/hostkey" \
+    private=()
+    if [ -n "${PRIVATE_DIRS:-}" ]; then
+      # shellcheck disable=SC2016  # expanded by the namespace's own shell
+      private=(unshare --mount --propagation private sh -c \
+        'for d in $PRIVATE_DIRS; do mkdir -p "$d" && mount -t tmpfs -o mode=0755 "rf-host" "$d" || exit 1; done; exec "$@"' sh)
+    fi
+    "${private[@]}" "$sshd" -f /dev/null -o Port=$port -o ListenAddress=127.0.0.1 -o HostKey="$dir/hostkey" \
       -o AuthorizedKeysFile="$dir/authorized_keys" -o PermitRootLogin=prohibit-password -o StrictModes=no \
       -o UsePAM=no -o PidFile="$dir/sshd-$i.pid" -o Subsystem="sftp $sftp" -o MaxSessions=100 \
       -o MaxStartups=100
@@ -42,6 +52,8 @@ cp "$dir/key.pub" "$dir/authorized_keys"
   done
   printf '      vars:\n        ansible_user: root\n        ansible_ssh_private_key_file: %s/key\n' "$dir"
   printf "        ansible_ssh_common_args: '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'\n"
+  # sftp runs the ssh it was built with (/usr/bin/ssh) unless told: name the one found above
+  printf "        ansible_sftp_extra_args: '-S %s'\n" "$ssh"
 } > "$dir/inventory.yml"
 for i in $(seq 1 "$n"); do
   "$ssh" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=error \

@@ -45,20 +45,27 @@ def node_seconds(doc: dict) -> tuple[float, float]:
     return (finished - started).total_seconds(), sum(float(c.get("duration_s") or 0) for c in doc["checks"])
 
 
+def tool(name: str) -> str:
+    """Ansible's command beside this Python (a venv), else on PATH (wheels installed with --target)."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else shutil.which(name) or str(beside)
+
+
 def playbook(inventory: Path, limit: str, path: str,
              *args: str) -> tuple[subprocess.CompletedProcess[str], float, float]:
     """(the run, wall seconds, CPU seconds of ansible-playbook and its children)."""
     before = children_cpu()
     start = time.perf_counter()
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
+    proc = subprocess.run([tool("ansible-playbook"), "-i", str(inventory),
                            "--limit", limit, path, *args], cwd=ROOT, capture_output=True, text=True, check=False,
                           env={**os.environ, "ANSIBLE_FORCE_COLOR": "0"})
     return proc, time.perf_counter() - start, children_cpu() - before
 
 
-def floor(inventory: Path, limit: str, scratch: Path) -> dict:
-    """bench/playbooks/validate_floor.yml: validate.yml's plays and steps with no work in them."""
-    proc, wall, cpu = playbook(inventory, limit, "bench/playbooks/validate_floor.yml",
+def floor(inventory: Path, limit: str, scratch: Path, extra: list[str]) -> dict:
+    """bench/playbooks/validate_floor.yml: validate.yml's plays and steps with no work in them (given the
+    run's extra variables too: they may say how to reach the hosts)."""
+    proc, wall, cpu = playbook(inventory, limit, "bench/playbooks/validate_floor.yml", *extra,
                                "-e", json.dumps({"validate_floor_dir": str(scratch)}))
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-2000:])
@@ -97,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-e", "--extra-vars", action="append", default=[])
     args = parser.parse_args(argv)
     extra = [a for e in args.extra_vars for a in ("-e", e)]
-    listed = subprocess.run([str(Path(sys.executable).parent / "ansible"), "-i", str(args.inventory), args.hosts,
+    listed = subprocess.run([tool("ansible"), "-i", str(args.inventory), args.hosts,
                              "--list-hosts"], capture_output=True, text=True, check=True, cwd=ROOT)
     hosts = [line.strip() for line in listed.stdout.splitlines()[1:] if line.strip()]
     one = args.one or hosts[0]
@@ -107,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     runs, floors = [], []
     scratch = Path(tempfile.mkdtemp(prefix="rf-validate-floor-"))
     for repeat in range(args.repeats):
-        floors.append(floor(args.inventory, one, scratch))
+        floors.append(floor(args.inventory, one, scratch, extra))
         print(f"repeat {repeat + 1}: floor, 1 host: {floors[-1]['wall_s']:6.2f} s wall, "
               f"{floors[-1]['cpu_s']:6.2f} CPU-s, rc {floors[-1]['rc']}", flush=True)
         for limit, count in ((one, 1), (args.hosts, len(hosts))):
