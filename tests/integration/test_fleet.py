@@ -1,6 +1,6 @@
 """Fleet workflows on four lab hosts (issue 6): validate all at once, a rolling upgrade that stops
 at its failure budget, a node whose suite cannot start, a follower stopped on a node that stays up,
-and a host that stops answering mid-run.
+and a host that stops answering mid-run or while its suite is installed.
 
 This module builds its own four-host lab (the session lab has two), provisions it with site.yml,
 and removes it at the end, also on failure. Order matters and is the file order: the upgrade
@@ -333,3 +333,44 @@ def test_a_host_that_stops_answering_mid_run_is_reported_unreachable(fleet: Lab)
     assert "RF-NODE-UNREACHABLE" in report and h4 in report, report
     assert run.seconds < 60, "the play waited for the lost host's tier"
     print(f"validate.yml with one host lost: {run.seconds:.0f} s")
+
+
+def test_a_host_lost_while_its_suite_is_installed_is_reported_unreachable_with_the_step(fleet: Lab) -> None:
+    """Ansible rescues no host that stops answering: h3, stopped while its suite is being installed again,
+    leaves the play during the install. The fleet report names it unreachable and says where it was lost
+    (before: RF-NODE-NO-RESULTS with no reason). Stopping a node (systemd's orderly shutdown) either drops
+    the connection under the step (the host leaves the play: the role named the step before it) or kills
+    the step's command first (the step fails; the role's rescue finds the node gone): either is
+    unreachable, with the step."""
+    _, h2, h3, _ = hosts(fleet)   # (h4 was stopped by the test before)
+    run_id = f"{NAME}-lost-in-install"
+    marker = "/run/rf-venv-started"      # on the node
+    # the venv is made again (removed below) by `python3 -m venv`, found on PATH: /usr/local/bin comes first
+    script = f'#!/bin/sh\ncase "$*" in *"-m venv"*) touch {marker}; sleep 120;; esac\nexec /usr/bin/python3 "$@"\n'
+    planted = fleet.run(h3, ["sh", "-c", f"printf '%s' '{script}' > /usr/local/bin/python3 && chmod 755 "
+                                         f"/usr/local/bin/python3 && rm -rf /opt/rocm-fleet/venv {marker}"])
+    assert planted.returncode == 0, planted.stderr
+    stopped: list[bool] = []
+
+    def stop_during_the_install() -> None:
+        deadline = time.monotonic() + 120
+        while fleet.run(h3, ["test", "-e", marker]).returncode != 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        stopped.append(fleet.run(h3, ["test", "-e", marker]).returncode == 0)
+        fleet.stop(h3)
+
+    # (strategy free prints a task's banner with its first result: the start's comes back at once)
+    run = playbook_acting(INVENTORY, "validate.yml", "--limit", f"{h2},{h3}",
+                          extra={**BASE, "rocm_fleet_run_name": run_id},
+                          when="TASK [validation_node : Start the validation tier", act=stop_during_the_install,
+                          timeout_s=600)
+    assert stopped == [True], f"the venv's creation never started on {h3}: {run.output[-3000:]}"
+    assert run.rc != 0, run.output[-5000:]
+    assert json.loads((RESULTS / run_id / f"{h2}.json").read_text())["complete"]
+    rows = [line for line in (RESULTS / run_id / "fleet.md").read_text().splitlines() if "RF-NODE-" in line]
+    assert len(rows) == 1 and h3 in rows[0] and "RF-NODE-UNREACHABLE" in rows[0], rows
+    left = "lost while installing the suite or writing its declared state" in rows[0]
+    failed = "Create the virtual environment" in rows[0]
+    assert left or failed, rows[0]
+    print(f"{h3} stopped during its install: {'left the play' if left else 'the step failed, the node was gone'}"
+          f" ({run.seconds:.0f} s)")
