@@ -23,6 +23,7 @@ if _HERE not in sys.path:
 from validation import adduser, compat, cstates, declared, openpgp, recap, spec  # noqa: E402
 from validation.multinode import cluster_ssh  # noqa: E402
 from validation.multinode.model import ClusterError  # noqa: E402
+from validation.results import collect  # noqa: E402
 
 # --- rocm_repo ----------------------------------------------------------------------------------
 
@@ -158,6 +159,7 @@ class FilterModule:
             "roles_for": roles_for,
             "play_recap": play_recap,
             "play_failures": play_failures,
+            "node_stale": collect.stale,
             "cluster_own_addresses": own_addresses,
             "cluster_sources_problem": sources_problem,
             "cluster_authorized_key": authorized_key,

@@ -34,6 +34,21 @@ def _json(path: Path) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
+def stale(stderr: str) -> dict[str, Any]:
+    """What a node's start found out of date, `{"install": why, "spec": bool}`: the role's start and follow
+    scripts (roles/validation_node/vars/main.yml) exit 3 with `{"stale": {...}}` as the last line of their
+    stderr. {} where that line is anything else (the node was current, or the run failed otherwise)."""
+    lines = stderr.splitlines()
+    last = lines[-1] if lines else ""
+    if not last.startswith('{"stale"'):
+        return {}
+    try:
+        found = json.loads(last)["stale"]
+    except (ValueError, KeyError, TypeError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 def job_finished(job: dict[str, Any]) -> bool:
     """async_status's rule: a job file without `started` holds the finished job's result."""
     return bool(job) and ("started" not in job or bool(job.get("finished")))

@@ -9,6 +9,7 @@ that no longer finds what the checks import. The lab runs them for real on every
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 import yaml
 
 from validation import __version__
+from validation.results import collect
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPTS = yaml.safe_load((ROOT / "roles/validation_node/vars/main.yml").read_text())
@@ -31,8 +33,11 @@ def run(python: str, script: str, *args: str, cwd: Path | str = "/") -> subproce
 
 
 def stale(proc: subprocess.CompletedProcess[str]) -> dict:
+    """What the role reads of the start's answer (rocm_fleet.fleet.node_stale), checked against its last line."""
     assert proc.returncode == 3, proc.stdout + proc.stderr
-    return json.loads(proc.stderr.splitlines()[-1])["stale"]
+    found = collect.stale(proc.stderr)
+    assert found == json.loads(proc.stderr.splitlines()[-1])["stale"], proc.stderr
+    return found
 
 
 @pytest.fixture
@@ -132,3 +137,22 @@ def test_given_no_command_the_start_only_says_whether_the_node_is_current(node: 
     Path(node["spec"]).chmod(0o600)
     proc = run(sys.executable, *check)
     assert stale(proc) == {"install": "", "spec": True} and proc.stdout == ""
+
+
+@pytest.mark.parametrize("stderr", [
+    "",
+    "Traceback (most recent call last):\n  ...\nValueError: boom",
+    '{"stale": {"install": "", "spec": true}}\nthen something else',    # only the last line is the answer
+    '{"stale": {"install": "no virtual envi',                           # cut off
+    '{"stale": ["install"]}',
+])
+def test_the_role_reads_no_stale_report_from_any_other_answer(stderr: str) -> None:
+    assert collect.stale(stderr) == {}
+
+
+def test_the_roles_filter_is_the_same_reading() -> None:
+    spec = importlib.util.spec_from_file_location("rocm_fleet_filters", ROOT / "plugins" / "filter" / "rocm_fleet.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.FilterModule().filters()["node_stale"] is collect.stale
