@@ -4,6 +4,8 @@
 # over real SSH; the group is `lab`.
 #   bash bench/sshd_hosts.sh N PORT_BASE DIR [SSHD_ROOT]
 # writes DIR/inventory.yml and DIR/key; stop them with: kill $(cat DIR/sshd-*.pid)
+# A session on a host gets the PATH the servers were started with (`python3` there is the one of the shell
+# that started them; sshd's default PATH may miss it).
 # Uses the machine's sshd, ssh and ssh-keygen, else those unpacked from Debian packages under SSHD_ROOT
 # (dpkg -x of openssh-server, openssh-sftp-server, openssh-client, with the libraries they link but glibc
 # copied into SSHD_ROOT/lib), run through wrappers in DIR/bin that find those libraries first: put DIR/bin
@@ -47,7 +49,7 @@ cp "$dir/key.pub" "$dir/authorized_keys"
     "${private[@]}" "$sshd" -f /dev/null -o Port=$port -o ListenAddress=127.0.0.1 -o HostKey="$dir/hostkey" \
       -o AuthorizedKeysFile="$dir/authorized_keys" -o PermitRootLogin=prohibit-password -o StrictModes=no \
       -o UsePAM=no -o PidFile="$dir/sshd-$i.pid" -o Subsystem="sftp $sftp" -o MaxSessions=100 \
-      -o MaxStartups=100
+      -o MaxStartups=100 -o "SetEnv=PATH=$PATH"
     printf '        host%s: {ansible_host: 127.0.0.1, ansible_port: %s}\n' "$i" "$port"
   done
   printf '      vars:\n        ansible_user: root\n        ansible_ssh_private_key_file: %s/key\n' "$dir"
