@@ -18,6 +18,9 @@ export LC_ALL=C.UTF-8 PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/rf-out}
 mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl-ssh/*.whl .whl/*.whl
+# the checkout as the collection rocm_fleet.fleet (a link in git; made again where the copy lost it)
+link=collections/ansible_collections/rocm_fleet/fleet
+[ -e "$link/ansible.cfg" ] || { rm -rf "$link" && ln -s ../../.. "$link"; }
 # the nodes' venvs see the system's packages (--system-site-packages): jsonschema is the one it lacks
 python3 -m pip install -q --no-index --no-deps --break-system-packages .whl-node/jsonschema*.whl \
   .whl-node/referencing*.whl .whl-node/rpds_py*.whl
