@@ -17,13 +17,14 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from validation.runner import environment_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(args_in[:args_in.index("--")] if "--" in args_in else args_in)
-    ansible = shutil.which("ansible") or str(Path(sys.executable).parent / "ansible")
+    ansible = environment_tool("ansible") or "ansible"
     listed = subprocess.run([ansible, "-i", str(args.inventory), args.group,
                              "--list-hosts"], capture_output=True, text=True, check=True, cwd=ROOT)
     group = [line.strip() for line in listed.stdout.splitlines()[1:] if line.strip()]

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from validation.recap import counts as recap_counts
+from validation.runner import environment_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,18 +46,12 @@ def node_seconds(doc: dict) -> tuple[float, float]:
     return (finished - started).total_seconds(), sum(float(c.get("duration_s") or 0) for c in doc["checks"])
 
 
-def tool(name: str) -> str:
-    """Ansible's command beside this Python (a venv), else on PATH (wheels installed with --target)."""
-    beside = Path(sys.executable).parent / name
-    return str(beside) if beside.exists() else shutil.which(name) or str(beside)
-
-
 def playbook(inventory: Path, limit: str, path: str,
              *args: str) -> tuple[subprocess.CompletedProcess[str], float, float]:
     """(the run, wall seconds, CPU seconds of ansible-playbook and its children)."""
     before = children_cpu()
     start = time.perf_counter()
-    proc = subprocess.run([tool("ansible-playbook"), "-i", str(inventory),
+    proc = subprocess.run([environment_tool("ansible-playbook") or "ansible-playbook", "-i", str(inventory),
                            "--limit", limit, path, *args], cwd=ROOT, capture_output=True, text=True, check=False,
                           env={**os.environ, "ANSIBLE_FORCE_COLOR": "0"})
     return proc, time.perf_counter() - start, children_cpu() - before
@@ -104,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-e", "--extra-vars", action="append", default=[])
     args = parser.parse_args(argv)
     extra = [a for e in args.extra_vars for a in ("-e", e)]
-    listed = subprocess.run([tool("ansible"), "-i", str(args.inventory), args.hosts,
+    listed = subprocess.run([environment_tool("ansible") or "ansible", "-i", str(args.inventory), args.hosts,
                              "--list-hosts"], capture_output=True, text=True, check=True, cwd=ROOT)
     hosts = [line.strip() for line in listed.stdout.splitlines()[1:] if line.strip()]
     one = args.one or hosts[0]
