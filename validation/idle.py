@@ -30,7 +30,7 @@ from validation.records import GpuProcess, Status
 from validation.targets.model import TargetProfile
 
 BEFORE, AFTER = "before measuring", "after measuring"
-_GPU_IN_SUBJECT = re.compile(r"\bgpu(\d+)\b")
+GPU_IN_SUBJECT = re.compile(r"\bgpu(\d+)\b")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,7 +118,7 @@ def busy_gpus(verdicts: Iterable[Verdict]) -> dict[str, str]:
 def names_gpu(subject: str, gpus: Iterable[str]) -> bool:
     """Does a measurement subject ("gpu3", "host -> gpu0", "gpu5 -> gpu2") involve one of `gpus`?
     A subject naming no GPU ("node") involves all of them."""
-    found = {f"gpu{n}" for n in _GPU_IN_SUBJECT.findall(subject)}
+    found = {f"gpu{n}" for n in GPU_IN_SUBJECT.findall(subject)}
     return not found or bool(found & set(gpus))
 
 

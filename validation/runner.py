@@ -44,6 +44,7 @@ class RawRun:
     stderr: str
     seconds: float
     timed_out: bool
+    started_at: float | None = None     # wall clock (epoch seconds) when it started; the GPU watcher's window
 
     @property
     def ok(self) -> bool:
@@ -71,6 +72,7 @@ def run(
     """
     argv = tuple(str(a) for a in argv)
     full_env = None if env is None else {**os.environ, **env}
+    started_at = time.time()
     start = time.perf_counter()
     try:
         proc = subprocess.Popen(
@@ -107,6 +109,7 @@ def run(
         stderr=stderr or "",
         seconds=seconds,
         timed_out=timed_out,
+        started_at=started_at,
     )
 
 

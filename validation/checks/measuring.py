@@ -2,17 +2,23 @@
 
 The idle pre-flight (test_gpu_idle.py) fills it; the plugin skips every measuring check of a node
 whose GPUs are busy unless the operator allowed it (`--rf-allow-busy`, which marks each number
-`measured_while_busy`); the post-flight marks the numbers of a GPU that became busy during the
-run `valid: false`; the sibling check reads the numbers. Measurement entries are shared with the
-node's results document, so a mark lands in both.
+`measured_while_busy`). While measuring checks run, the node's GPU watcher
+(validation/probes/gpu_watch.py) samples the GPUs; at the end of each check every number it
+recorded gets the window it was taken in and what the watcher saw there (`watch`): a foreign
+process makes it `valid: false` (or `measured_while_busy` with --allow-busy), a hardware/thermal
+clock reduction marks it `throttled`. The post-flight looks at the whole run once more; the
+sibling check reads the numbers. Measurement entries are shared with the node's results
+document, so a mark lands in both.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from validation.idle import names_gpu
+from validation.idle import GPU_IN_SUBJECT, Ownership, names_gpu
+from validation.probes import gpu_watch
 from validation.results.node import NodeResults
 
 # The checks that look at the GPUs' activity or at the numbers, rather than measure.
@@ -21,6 +27,25 @@ SIBLINGS = "test_every_gpu_and_link_keeps_up_with_its_siblings"
 POSTFLIGHT = "test_gpus_stayed_idle_while_measuring"
 ORDER = {PREFLIGHT: 0, SIBLINGS: 2, POSTFLIGHT: 3}          # everything else: 1
 MEASURING_TIERS = ("quick", "acceptance")
+# A check that failed on one of these said a number is off; when someone else's process was on the
+# GPU meanwhile, that says nothing about the hardware, so RF-GPU-BUSY takes its place. Any other
+# failure (a wrong result, a tool that failed, ECC errors) stands, with the sighting added.
+NUMBER_CODES = frozenset({
+    "RF-GEMM-LOW", "RF-HBM-LOW", "RF-BW-HOST-LOW", "RF-BW-XGMI-LOW", "RF-BW-NVLINK-LOW", "RF-MIOPEN-LOW",
+    "RF-MODEL-LOW", "RF-RCCL-BUSBW-LOW", "RF-RCCL-DIP", "RF-BELOW-TARGET", "RF-ABOVE-TARGET", "RF-SIBLING-GAP",
+    "RF-POWER-LOW", "RF-BURNIN-SUSTAINED-DROP", "RF-NET-LOW", "RF-TIMEOUT", "RF-PROBE-UNSTABLE"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckWindow:
+    """What the watcher saw while one check measured: the check's own span and each number's."""
+
+    check: str
+    whole: gpu_watch.Window
+    foreign: tuple[gpu_watch.Sighting, ...]
+    throttled: tuple[gpu_watch.Throttle, ...]
+    numbers: int               # numbers the check recorded
+    marked: int                # of them, marked invalid or measured_while_busy
 
 
 @dataclass(slots=True)
@@ -32,6 +57,12 @@ class NodeMeasuring:
     unreadable: str = ""                                      # why the pre-flight could not read them
     busy: dict[str, str] = field(default_factory=dict)       # "gpu0" -> why, found before measuring
     measurements: list[dict[str, Any]] = field(default_factory=list)
+    watcher: gpu_watch.Watcher | None = None
+    watch_error: str = ""                                     # why there is no watcher
+    owner: Ownership = field(default_factory=Ownership)
+    measured_from: float | None = None                        # the first measuring check's start
+    measured_to: float | None = None                          # the last one's end
+    windows: list[CheckWindow] = field(default_factory=list)
 
     def skip_reason(self) -> str | None:
         """Why a measuring check must not run on this node now, or None."""
@@ -43,6 +74,7 @@ class NodeMeasuring:
 
     def add(self, entry: dict[str, Any]) -> None:
         """A new measurement of this run: flagged when taken on a GPU found busy, then kept."""
+        entry.setdefault("recorded_at", round(time.time(), 3))
         if self.busy and self.allow_busy and not entry["metric"].startswith("idle_") \
                 and names_gpu(str(entry.get("subject", "")), self.busy):
             entry["measured_while_busy"] = True
@@ -67,3 +99,63 @@ class NodeMeasuring:
         if count and self.results is not None:
             self.results.write()
         return count
+
+    def watch_check(self, check: str, start: float, end: float, first: int) -> CheckWindow | None:
+        """Give the numbers recorded since index `first` (by the check that ran from `start` to `end`)
+        their windows and what the watcher saw in them; None when nothing watches this node."""
+        self.measured_from = start if self.measured_from is None else self.measured_from
+        self.measured_to = end
+        if self.watcher is None:
+            for entry in self.measurements[first:]:
+                entry["watch"] = {"samples": 0, "not_watched": self.watch_error or "no watcher"}
+            return None
+        samples = self.watcher.read()
+        interval = self.watcher.interval_s
+        previous = start
+        marked, numbers = 0, 0
+        named: set[int] | None = set()
+        foreign: dict[tuple[int, int], gpu_watch.Sighting] = {}
+        throttled: dict[int, gpu_watch.Throttle] = {}
+        for entry in self.measurements[first:]:
+            if entry["metric"].startswith("idle_"):
+                continue
+            # a number's own span: the tool run it came from (runner.RawRun.started_at), else since the last one
+            taken_to = float(entry.get("taken_to") or entry.get("recorded_at") or end)
+            taken_from = float(entry.get("taken_from") or previous)
+            previous = taken_to
+            gpus = [int(n) for n in GPU_IN_SUBJECT.findall(str(entry.get("subject", "")))] or None
+            named = None if gpus is None or named is None else named | set(gpus)
+            seen = gpu_watch.window(samples, taken_from, taken_to, interval_s=interval, owner=self.owner, gpus=gpus)
+            entry["watch"] = seen.to_json()
+            foreign.update({(s.gpu, s.pid): s for s in seen.foreign})
+            throttled.update({t.gpu: t for t in seen.throttled})
+            if entry.get("value") is None:
+                continue
+            numbers += 1
+            if seen.throttled:
+                entry["throttled"] = gpu_watch.sighting_lines(seen.throttled)[:500]
+            if seen.foreign:
+                why = gpu_watch.sighting_lines(seen.foreign)[:500]
+                if self.allow_busy:
+                    entry["measured_while_busy"] = True
+                else:
+                    entry["valid"] = False
+                    entry["invalid_reason"] = f"someone else's process on the GPU while it was measured: {why}"
+                marked += 1
+        # the check's own span, on the GPUs its numbers name (all of them when it names none)
+        whole = gpu_watch.window(samples, start, end, interval_s=interval, owner=self.owner,
+                                 gpus=named or None)
+        foreign.update({(s.gpu, s.pid): s for s in whole.foreign if (s.gpu, s.pid) not in foreign})
+        throttled.update({t.gpu: t for t in whole.throttled if t.gpu not in throttled})
+        if self.results is not None:
+            self.results.write()
+        found = CheckWindow(check=check, whole=whole, foreign=tuple(foreign[k] for k in sorted(foreign)),
+                            throttled=tuple(throttled[k] for k in sorted(throttled)), numbers=numbers, marked=marked)
+        self.windows.append(found)
+        return found
+
+    def unattributed(self, run: gpu_watch.Window) -> tuple[gpu_watch.Sighting, ...]:
+        """Foreign processes the watcher saw over the whole run that no check's window caught (between
+        checks, or after the last one ended and before the post-flight)."""
+        caught = {(s.gpu, s.pid) for w in self.windows for s in w.foreign}
+        return tuple(s for s in run.foreign if (s.gpu, s.pid) not in caught)

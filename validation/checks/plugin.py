@@ -7,7 +7,9 @@ tests that live in validation/checks/; other test suites are left alone.
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from validation.checks.facts import provenance
 from validation.checks.node import RESULTS, node_name, results_for
 from validation.checks.outcome import CheckFailure
 from validation.checks.targets_fixture import targets  # noqa: F401  (registers the fixture)
+from validation.probes import gpu_activity, gpu_watch
 from validation.results import catalog, progress
 from validation.spec import DeclaredState, checks_spec, load_spec_file
 
@@ -50,6 +53,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rf-forks", metavar="N", type=int, default=16,
                     help="with pytest-xdist's -n auto: check at most N hosts at once, one worker process each "
                     "(default 16); a host's checks run one after another in its worker")
+    group.addoption("--rf-watch-interval", metavar="S", type=float, default=gpu_watch.DEFAULT_INTERVAL_S,
+                    help="while measuring checks run, sample the GPUs' activity every S seconds on the node "
+                    f"(default {gpu_watch.DEFAULT_INTERVAL_S:g}); 0 turns the watcher off and every number is "
+                    "recorded as not watched")
     group.addoption("--rf-baseline", metavar="FILE", default=None,
                     help="site baseline (rocm-fleet baseline create) to judge against; default: the spec's "
                     "validation_baseline")
@@ -62,6 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "health: part of the health mode (`rocm-fleet health`): no load, seconds")
     config.addinivalue_line("markers", "destructive: changes host state; not run by default")
     config.stash[RESULTS] = {}
+    config.pluginmanager.register(RunOrder(), "rocm-fleet-run-order")
     if _is_xdist_worker(config) and config.option.hosts:
         from validation.checks.xdist_hosts import take_inventory
 
@@ -82,8 +90,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"{item.nodeid}: needs exactly one tier marker of {list(TIERS)}, has {found}")
         if item.originalname in health.HEALTH_CHECKS:   # type: ignore[attr-defined]
             item.add_marker(pytest.mark.health)
-    # The idle pre-flight before anything else, the sibling verdicts and the post-flight after it all.
-    items.sort(key=lambda item: measuring.ORDER.get(getattr(item, "originalname", ""), 1) if _is_check(item) else 1)
+
+
+class RunOrder:
+    """The idle pre-flight before anything else, the sibling verdicts and the post-flight after it all.
+
+    A sort inside the plugin's own modifyitems did not hold: pytest's fixture-scope reordering runs
+    after it and put the post-flight right behind the pre-flight (same module, same module-scoped
+    fixtures), before any probe. As the outermost wrapper this sort is the last word on the order,
+    after pytest's reordering, `-m` deselection and --lf/--ff; the sort is stable, so pytest's
+    grouping holds everywhere else."""
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> Any:
+        result = yield
+        items.sort(key=lambda item: measuring.ORDER.get(getattr(item, "originalname", ""), 1)
+                   if _is_check(item) else 1)
+        return result
 
 
 def _measures(item: pytest.Item) -> bool:
@@ -101,6 +124,88 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     reason = state.skip_reason()
     if reason:
         pytest.skip(reason)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """A measuring check runs under the node's GPU watcher: its numbers get the window they were
+    taken in, and what the watcher saw there decides whether they describe the hardware."""
+    host = _host_of(item)
+    if host is None or not _measures(item):
+        return (yield)
+    state = _measuring_state(item.config, node_name(host, item.config.getoption("--rf-node")), item)
+    _start_watch(item.config, host, state)
+    first, start = len(state.measurements), time.time()
+    try:
+        result = yield
+    except pytest.skip.Exception:
+        state.watch_check(check_id(item), start, time.time(), first)
+        raise
+    except (Exception, pytest.fail.Exception) as exc:
+        found = state.watch_check(check_id(item), start, time.time(), first)
+        replacement = _window_verdict(found, state, exc)
+        if replacement is None:
+            raise
+        raise replacement from exc
+    found = state.watch_check(check_id(item), start, time.time(), first)
+    verdict = _window_verdict(found, state, None)
+    if verdict is not None:
+        raise verdict
+    return result
+
+
+def _window_verdict(found: measuring.CheckWindow | None, state: measuring.NodeMeasuring,
+                    error: BaseException | None) -> BaseException | None:
+    """The failure a check's window calls for, or None to keep the check's own outcome."""
+    if found is None or not (found.foreign or found.throttled):
+        return None
+    own = error if isinstance(error, CheckFailure) else None
+    own_text = f" (the check's own verdict, {own.code}: {own.message[:600]})" if own else ""
+    if found.foreign and not state.allow_busy:
+        seen = gpu_watch.sighting_lines(found.foreign)
+        if error is not None and (own is None or own.code not in measuring.NUMBER_CODES):
+            if own is None:
+                return None
+            return CheckFailure(own.code, f"{own.message}; also, someone else's process was on the GPU: {seen}",
+                                own.hint)
+        return CheckFailure("RF-GPU-BUSY", f"someone else's work ran on the GPU while {found.check.split('::')[-1]} "
+                            f"measured it: {seen}; {found.marked} of its {found.numbers} numbers are marked invalid: "
+                            f"they do not describe the hardware{own_text}")
+    if found.throttled:
+        seen = gpu_watch.sighting_lines(found.throttled)
+        if own is not None and own.code not in measuring.NUMBER_CODES:
+            return CheckFailure(own.code, f"{own.message}; also, {seen}", own.hint)
+        if error is not None and own is None:
+            return None
+        return CheckFailure("RF-GPU-THROTTLED", f"the GPU's clocks were held down while "
+                            f"{found.check.split('::')[-1]} measured it: {seen}{own_text}")
+    return None
+
+
+def _start_watch(config: pytest.Config, host: Any, state: measuring.NodeMeasuring) -> None:
+    """The node's watcher, started before its first measuring check (once; a failure is kept as the
+    reason its numbers are not watched)."""
+    if state.watcher is not None or state.watch_error:
+        return
+    interval = config.getoption("--rf-watch-interval")
+    if interval <= 0:
+        state.watch_error = "the watcher was turned off (--watch-interval 0)"
+        return
+    views = gpu_watch.views_for(gpu_activity.host_run(host), gpu_activity.host_which(host))
+    if views is None:
+        state.watch_error = "none of amd-smi, rocm-smi or nvidia-smi is on the node"
+        return
+    watcher = gpu_watch.Watcher(host, views, interval_s=interval,
+                                owner_pid=os.getpid() if host.backend.NAME == "local" else None)
+    if not watcher.start():
+        state.watch_error = watcher.error or "the watcher did not start"
+        return
+    state.watcher = watcher
+    watcher.wait_past(time.time())     # the first sample in, so the first check is watched from its start
+    if state.results is not None:
+        state.results.doc["provenance"]["watch"] = {"interval_s": interval, "source": views.source,
+                                                    "commands": [" ".join(views.gpus_argv),
+                                                                 " ".join(views.processes_argv)]}
 
 
 def _host_of(item: pytest.Item) -> Any:
@@ -247,7 +352,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
         results.add_check({"id": check_id(item), "name": name, "tier": _tier_of(item),
                            "needs_gpu": item.get_closest_marker("gpu") is not None,
                            "status": status, "code": code, "message": message, "hint": hint,
-                           "duration_s": round(report.duration, 3)})
+                           "duration_s": round(report.duration, 3),
+                           "started_at": round(report.start, 3), "ended_at": round(report.stop, 3)})
 
 
 _PROVENANCE_DONE = pytest.StashKey[set[str]]()
@@ -327,6 +433,9 @@ def record(measuring_state: measuring.NodeMeasuring, request: pytest.FixtureRequ
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    for measured in session.config.stash.get(_MEASURING, {}).values():
+        if measured.watcher is not None:      # the post-flight stops it; a run without one (-k, a crash) here
+            measured.watcher.stop()
     for state in session.config.stash.get(_HEALTH, {}).values():
         state.save()
     for results in session.config.stash.get(RESULTS, {}).values():

@@ -1,19 +1,26 @@
-"""The GPUs are free before anything is measured, and were still free after the last probe.
+"""The GPUs are free before anything is measured, stay free while it is, and are free after the last probe.
 
 A number measured while someone else's job runs on the GPU describes that job, not the hardware.
 The pre-flight runs before every quick or acceptance check (the plugin orders it first); when a
 GPU is busy it fails with RF-GPU-BUSY naming the GPU, the processes and what they hold, and the
 node's measuring checks are skipped. With `--rf-allow-busy` (`rocm-fleet validate --allow-busy`)
 the operator measures anyway: the pre-flight is skipped with what it found, and every number
-taken on a busy GPU is marked `measured_while_busy`. The post-flight runs after everything else:
-a GPU that became busy during the run fails it, and the numbers taken on it are marked
-`valid: false` so no report, baseline or batch verdict treats them as the hardware's.
+taken on a busy GPU is marked `measured_while_busy`.
+
+While the measuring checks run, the node's GPU watcher (validation/probes/gpu_watch.py) samples
+the GPUs every second: a foreign process seen in a number's window makes it `valid: false` and
+fails that check RF-GPU-BUSY, a hardware/thermal clock reduction fails it RF-GPU-THROTTLED (the
+plugin, validation/checks/plugin.py). The post-flight runs after everything else (the plugin's
+RunOrder): it waits for the watcher's last sample, fails RF-GPU-BUSY for a foreign process seen
+at any moment of the run that no check's window caught, fails RF-GPU-ACTIVITY-UNKNOWN when numbers
+went unwatched, records the watcher's cost, and reads the GPUs once more at rest.
 Limits and their sources: validation/targets/common.yaml and each SKU's idle_vram_used_mib.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -22,14 +29,18 @@ from validation import idle
 from validation.checks.measuring import NodeMeasuring
 from validation.checks.outcome import CheckFailure, expect, fail_on_verdicts
 from validation.judge import Verdict
-from validation.probes import gpu_activity
+from validation.probes import gpu_activity, gpu_watch
 from validation.records import Status
 
 pytestmark = [pytest.mark.quick, pytest.mark.gpu]
 
 
+def _ignored(spec: dict) -> frozenset[str]:
+    return frozenset(str(n) for n in spec.get("validation_idle_ignore_processes") or ())
+
+
 def _ownership(host: Any, spec: dict, reading: gpu_activity.ActivityReading) -> idle.Ownership:
-    ignored = frozenset(str(n) for n in spec.get("validation_idle_ignore_processes") or ())
+    ignored = _ignored(spec)
     if host.backend.NAME != "local":
         return idle.Ownership(pids=reading.tool_pids, ignored_names=ignored)
     mine = gpu_activity.own_pids() | reading.tool_pids
@@ -72,6 +83,7 @@ def _fail(verdicts: list[Verdict], reading: Any) -> None:
 def test_gpus_are_idle_before_measuring(host: Any, spec: dict, targets: Any, record: Any,
                                         measuring_state: NodeMeasuring) -> None:
     """No other process, load, memory or clock throttling is on any GPU before the first probe."""
+    measuring_state.owner = idle.Ownership(ignored_names=_ignored(spec))   # the watcher's, while measuring
     try:
         verdicts, reading = _look(host, spec, targets, record, idle.BEFORE)
     except CheckFailure as failure:
@@ -88,25 +100,75 @@ def test_gpus_are_idle_before_measuring(host: Any, spec: dict, targets: Any, rec
 
 def test_gpus_stayed_idle_while_measuring(host: Any, spec: dict, targets: Any, record: Any,
                                           measuring_state: NodeMeasuring) -> None:
-    """No GPU became busy while this run measured it; numbers taken on one that did are marked invalid."""
+    """No GPU became busy at any moment while this run measured; numbers taken beside someone else's
+    work are marked invalid, and nothing measured went unwatched."""
     if measuring_state.unreadable:
+        _stop_watch(measuring_state)
         pytest.skip(f"the pre-flight could not read the GPUs' activity ({measuring_state.unreadable[:200]})")
     if not measuring_state.checked:
+        _stop_watch(measuring_state)
         pytest.skip("the pre-flight did not run, so there is no 'before' to compare with")
     if measuring_state.busy and not measuring_state.allow_busy:
+        _stop_watch(measuring_state)
         pytest.skip("nothing was measured: the pre-flight found the GPUs busy")
+    seen_during = _whole_run(measuring_state)
     torch = sys.modules.get("torch")
     if host.backend.NAME == "local" and torch is not None and torch.cuda.is_initialized():
         torch.cuda.empty_cache()    # our own cached blocks are not someone else's memory
     verdicts, reading = _look(host, spec, targets, record, idle.AFTER)
     became = {gpu: why for gpu, why in idle.busy_gpus(verdicts).items() if gpu not in measuring_state.busy}
-    if became and measuring_state.allow_busy:
-        marked = measuring_state.mark(became, invalid=False)
-        pytest.skip(f"{', '.join(sorted(became))} became busy during the run (--allow-busy): {marked} numbers "
-                    "marked measured_while_busy")
-    if became:
-        marked = measuring_state.mark(became, invalid=True)
-        raise CheckFailure("RF-GPU-BUSY", f"{'; '.join(became.values())}; the {marked} numbers measured on "
-                           f"{', '.join(sorted(became))} are marked invalid: they do not describe the hardware")
+    if became and measuring_state.watcher is None:      # unwatched: every number of that GPU is suspect
+        marked = measuring_state.mark(became, invalid=not measuring_state.allow_busy)
+        became = {gpu: f"{why}; {marked} numbers measured on it marked "
+                  + ("measured_while_busy" if measuring_state.allow_busy else "invalid") for gpu, why in became.items()}
+    _stop_watch(measuring_state)
+    if measuring_state.allow_busy and (became or seen_during):
+        pytest.skip("measured with --allow-busy; someone else's work was on the GPUs: "
+                    + "; ".join([*became.values(), *(s.describe() for s in seen_during)])[:1500])
+    problems = [*(f"{s.describe()} (between measurements: no number was taken while it ran)" for s in seen_during),
+                *became.values()]
+    if problems:
+        raise CheckFailure("RF-GPU-BUSY", "someone else's work used the GPUs during this run: " + "; ".join(problems))
+    unwatched = [m for m in measuring_state.measurements
+                 if m.get("value") is not None and not m["metric"].startswith("idle_")
+                 and (m.get("watch") or {}).get("samples") == 0
+                 and _span(m.get("watch")) > 2 * _interval(measuring_state)]
+    expect(not unwatched, "RF-GPU-ACTIVITY-UNKNOWN",
+           f"{len(unwatched)} numbers were measured while nothing watched the GPUs "
+           f"({(measuring_state.watch_error or 'the watcher took no sample in their windows')}), e.g. "
+           + ", ".join(f"{m['metric']} {m['subject']}" for m in unwatched[:5]))
     verdicts = [v for v in verdicts if not (v.code == "RF-GPU-BUSY" and v.subject in measuring_state.busy)]
     _fail([v for v in verdicts if v.status is not Status.SKIP], reading)
+
+
+def _whole_run(state: NodeMeasuring) -> tuple[gpu_watch.Sighting, ...]:
+    """Foreign processes the watcher saw from the first measuring check to now that no check's window
+    caught; the watcher's cost and totals go into the results document."""
+    watcher = state.watcher
+    if watcher is None or state.measured_from is None:
+        return ()
+    samples = watcher.wait_past(time.time())
+    run = gpu_watch.window(samples, state.measured_from, time.time(), interval_s=watcher.interval_s,
+                           owner=state.owner)
+    if state.results is not None:
+        state.results.doc["watch"] = {
+            **watcher.cost(), "from": round(state.measured_from, 3), "to": round(run.end, 3),
+            "checks": len(state.windows), "checks_with_foreign_processes": sum(1 for w in state.windows if w.foreign),
+            "checks_throttled": sum(1 for w in state.windows if w.throttled),
+            "numbers_marked": sum(w.marked for w in state.windows), "run": run.to_json()}
+        state.results.write()
+    return state.unattributed(run)
+
+
+def _stop_watch(state: NodeMeasuring) -> None:
+    if state.watcher is not None:
+        state.watcher.stop()
+
+
+def _span(watch: dict | None) -> float:
+    watch = watch or {}
+    return float(watch.get("to", 0) or 0) - float(watch.get("from", 0) or 0)
+
+
+def _interval(state: NodeMeasuring) -> float:
+    return state.watcher.interval_s if state.watcher is not None else gpu_watch.DEFAULT_INTERVAL_S

@@ -122,9 +122,11 @@ def judge_run(tool: str, argv: list[str], raw: runner.RawRun, targets: Any, reco
         expect(raw.rc == 0, "RF-TOOL-FAILED", exited)
         raise CheckFailure("RF-NOT-REPORTED", f"{' '.join(argv)} exited 0 but printed no measurement that "
                            f"{tool}'s judge reads; an empty run is never a pass")
+    taken = {} if raw.started_at is None else {"taken_from": round(raw.started_at, 3),
+                                                 "taken_to": round(raw.started_at + raw.seconds, 3)}
     for v in verdicts:
         record(v.metric, v.subject, v.measured if isinstance(v.measured, (int, float)) else None, v.unit,
-               status=v.status.value, reason=v.reason, code=v.code, command=" ".join(argv))
+               status=v.status.value, reason=v.reason, code=v.code, command=" ".join(argv), **taken)
     bad = [v for v in verdicts if v.status in FAILING]
     expect(raw.rc == 0 or bool(bad), "RF-TOOL-FAILED", exited)
     fail_on_verdicts(bad)

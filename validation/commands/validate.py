@@ -53,7 +53,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline", type=Path, default=None, metavar="FILE",
                    help="site baseline to judge against (rocm-fleet baseline create); default: the spec's "
                    "validation_baseline")
+    p.add_argument("--watch-interval", type=_interval, default=None, metavar="S",
+                   help="while measuring, sample every GPU's processes, load, clocks and power every S seconds on "
+                   "the node (default 1); a foreign process in a number's window makes it invalid (RF-GPU-BUSY), "
+                   "a thermal/hardware clock reduction fails RF-GPU-THROTTLED; 0 turns the watcher off")
     p.set_defaults(run=run)
+
+
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (value == 0 or 0.1 <= value <= 60):
+        raise argparse.ArgumentTypeError(f"{text}: give 0 (off) or 0.1 to 60 seconds")
+    return value
 
 
 # The checks run with exactly the pytest plugins they need: testinfra's, their own and, to check hosts side
@@ -94,6 +108,8 @@ def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
         argv.append("--rf-allow-busy")
     if args.baseline:
         argv.append(f"--rf-baseline={args.baseline.resolve()}")
+    if args.watch_interval is not None:
+        argv.append(f"--rf-watch-interval={args.watch_interval:g}")
     argv += parallel_argv(args.hosts, args.forks)
     return argv
 

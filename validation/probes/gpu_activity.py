@@ -105,15 +105,19 @@ class NvidiaActivity:
 
     name = "nvidia-smi"
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, query: Sequence[str] = NVIDIA_QUERY) -> None:
         self._run = run
+        self._query = tuple(query)
         self._reasons = list(telemetry.NVIDIA_THROTTLE_FIELDS)   # the newer name first; the one that works stays
         self.last_raw: dict[str, str] = {}
 
+    def argv(self) -> tuple[str, ...]:
+        fields = ",".join(self._query).replace("{reasons}", self._reasons[0])
+        return ("nvidia-smi", f"--query-gpu={fields}", "--format=csv")
+
     def read(self, timeout_s: float) -> tuple[telemetry.GpuSample, ...]:
         while True:
-            fields = ",".join(NVIDIA_QUERY).replace("{reasons}", self._reasons[0])
-            argv = ("nvidia-smi", f"--query-gpu={fields}", "--format=csv")
+            argv = self.argv()
             raw = self._run(argv, timeout_s)
             if raw.ok or raw.timed_out or len(self._reasons) == 1:
                 break
@@ -137,6 +141,7 @@ def nvidia_samples(text: str) -> tuple[telemetry.GpuSample, ...]:
             gpu=g.index, bus_id=g.bus_id, util_pct=g.utilization_gpu_pct, vram_used_mib=g.memory_used_mib,
             vram_total_mib=g.memory_total_mib,
             gfx_clock_mhz=_leading_number(f.get("clocks.current.sm") or f.get("clocks.sm")),
+            power_w=g.power_draw_w,
             throttled=None if mask is None else bool(mask & telemetry.NV_THROTTLE_BITS),
             power_capped=None if mask is None else bool(mask & telemetry.NV_POWER_CAP_BIT),
             throttle_status=mask_text))

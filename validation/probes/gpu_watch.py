@@ -1,0 +1,342 @@
+"""Watch a node's GPUs while the run measures them, and say what each measurement's window saw.
+
+The idle pre-flight and post-flight look at the GPUs before the first probe and after the last;
+a job that starts after the one and ends before the other is invisible to both, and the numbers
+taken beside it would be judged as the hardware's. So while measuring checks run, a sampler on
+the node itself (validation/probes/watch_sampler.py, started over the host's own connection: no
+round trip per sample) runs the activity views every `interval_s`: utilization, memory, clocks,
+clock-event/throttle status and power (`nvidia-smi --query-gpu`, `amd-smi metric`, `rocm-smi`),
+and the process view (`nvidia-smi --query-compute-apps`, `amd-smi process`, `rocm-smi --showpids`).
+The samples are parsed here with the same parsers as the pre-flight's reading.
+
+`window()` turns the samples of a time span into what a measurement needs to know: foreign
+processes seen (pid, name, memory, first and last seen), hardware/thermal clock reductions with
+their reasons, how often the software power cap held the clocks, the largest gap between samples.
+A sample counts for a window when it was taken within one interval before its start or inside it:
+a view is the state of the moment it ran, so the sample just before a short measurement describes
+its start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import shlex
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from validation import parsers
+from validation.errors import ParseError, RocmFleetError
+from validation.idle import Ownership, describe
+from validation.probes import gpu_activity, telemetry
+from validation.records import GpuProcess
+
+SAMPLER = Path(__file__).with_name("watch_sampler.py")
+DEFAULT_INTERVAL_S = 1.0
+REMOTE_DEADLINE_S = 24 * 3600     # a remote sampler's owner is on the controller: it stops by itself after this
+# NVIDIA clock event reasons (nvml.h nvmlClocksEventReason*), named as nvidia-smi -q names them.
+NV_REASONS = {0x1: "GPU idle", 0x2: "applications clocks setting", 0x4: "SW power cap", 0x8: "HW slowdown",
+              0x10: "sync boost", 0x20: "SW thermal slowdown", 0x40: "HW thermal slowdown",
+              0x80: "HW power brake slowdown", 0x100: "display clock setting"}
+WATCH_NVIDIA_QUERY = (*gpu_activity.NVIDIA_QUERY, "power.draw")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WatchSample:
+    """One tick of the sampler, parsed. `ours`: the run's own process ids at that moment."""
+
+    t: float
+    gpus: tuple[telemetry.GpuSample, ...]
+    processes: tuple[GpuProcess, ...]
+    ours: frozenset[int]
+    errors: tuple[str, ...] = ()
+    took_s: float | None = None      # how long the views took on the node
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sighting:
+    gpu: int
+    pid: int
+    name: str | None
+    vram_mib: float | None
+    first_t: float
+    last_t: float
+    samples: int
+
+    def describe(self) -> str:
+        process = describe(GpuProcess(pid=self.pid, name=self.name, vram_mib=self.vram_mib))
+        return f"gpu{self.gpu} {process} seen {_clock(self.first_t)}-{_clock(self.last_t)} UTC ({self.samples} samples)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Throttle:
+    gpu: int
+    reasons: tuple[str, ...]
+    first_t: float
+    last_t: float
+    samples: int
+
+    def describe(self) -> str:
+        return (f"gpu{self.gpu} clocks reduced by {', '.join(self.reasons)} {_clock(self.first_t)}-"
+                f"{_clock(self.last_t)} UTC ({self.samples} samples)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Window:
+    """What the watcher saw from `start` to `end` on the GPUs asked about."""
+
+    start: float
+    end: float
+    samples: int
+    max_gap_s: float | None
+    foreign: tuple[Sighting, ...] = ()
+    throttled: tuple[Throttle, ...] = ()
+    power_capped_pct: dict[int, float] = field(default_factory=dict)
+    busy_pct_max: dict[int, float] = field(default_factory=dict)
+    power_w_max: dict[int, float] = field(default_factory=dict)
+    gfx_clock_min_mhz: dict[int, float] = field(default_factory=dict)
+    errors: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "from": round(self.start, 3), "to": round(self.end, 3), "samples": self.samples,
+            "max_gap_s": None if self.max_gap_s is None else round(self.max_gap_s, 3),
+            "foreign_processes": [{"gpu": s.gpu, "pid": s.pid, "name": s.name, "vram_mib": s.vram_mib,
+                                   "first_seen": round(s.first_t, 3), "last_seen": round(s.last_t, 3),
+                                   "samples": s.samples} for s in self.foreign],
+            "throttled": [{"gpu": t.gpu, "reasons": list(t.reasons), "first_seen": round(t.first_t, 3),
+                           "last_seen": round(t.last_t, 3), "samples": t.samples} for t in self.throttled],
+            "power_capped_pct": {f"gpu{g}": v for g, v in sorted(self.power_capped_pct.items())},
+            "busy_pct_max": {f"gpu{g}": v for g, v in sorted(self.busy_pct_max.items())},
+            "power_w_max": {f"gpu{g}": v for g, v in sorted(self.power_w_max.items())},
+            "gfx_clock_min_mhz": {f"gpu{g}": v for g, v in sorted(self.gfx_clock_min_mhz.items())},
+            **({"errors": list(self.errors)} if self.errors else {}),
+        }
+
+
+def throttle_reasons(sample: telemetry.GpuSample) -> tuple[str, ...]:
+    """The hardware/thermal clock reductions a sample shows, by name; () when none or not reported."""
+    if not sample.throttled:
+        return ()
+    mask = telemetry._mask(sample.throttle_status)
+    if mask is None:
+        return (f"throttle status {sample.throttle_status}",)
+    return tuple(name for bit, name in NV_REASONS.items() if mask & bit and bit & telemetry.NV_THROTTLE_BITS)
+
+
+def window(samples: Sequence[WatchSample], start: float, end: float, *, interval_s: float,
+           owner: Ownership, gpus: Iterable[int] | None = None) -> Window:
+    """What the samples taken from one interval before `start` to `end` show about `gpus` (all: None)."""
+    wanted = None if gpus is None else set(gpus)
+    inside = [s for s in samples if start - interval_s <= s.t <= end]
+    foreign: dict[tuple[int, int], list[Any]] = {}
+    throttled: dict[int, list[Any]] = {}
+    capped: dict[int, list[bool]] = {}
+    busy: dict[int, float] = {}
+    power: dict[int, float] = {}
+    clock: dict[int, float] = {}
+    errors: list[str] = []
+    for s in inside:
+        errors.extend(e for e in s.errors if e not in errors)
+        bus_of = {g.gpu: telemetry.normalize_bus_id(g.bus_id) for g in s.gpus}
+        for g in s.gpus:
+            if wanted is not None and g.gpu not in wanted:
+                continue
+            for p in s.processes:
+                if p.pid in s.ours or not owner.is_foreign(p) or not gpu_activity._on_gpu(p, g.gpu, bus_of[g.gpu]):
+                    continue
+                seen = foreign.setdefault((g.gpu, p.pid), [p, s.t, s.t, 0])
+                seen[2], seen[3] = s.t, seen[3] + 1
+            reasons = throttle_reasons(g)
+            if reasons:
+                seen_t = throttled.setdefault(g.gpu, [set(), s.t, s.t, 0])
+                seen_t[0].update(reasons)
+                seen_t[2], seen_t[3] = s.t, seen_t[3] + 1
+            if g.power_capped is not None:
+                capped.setdefault(g.gpu, []).append(g.power_capped)
+            if g.util_pct is not None:
+                busy[g.gpu] = max(busy.get(g.gpu, 0.0), g.util_pct)
+            if g.power_w is not None:
+                power[g.gpu] = max(power.get(g.gpu, 0.0), g.power_w)
+            if g.gfx_clock_mhz is not None:
+                clock[g.gpu] = min(clock.get(g.gpu, g.gfx_clock_mhz), g.gfx_clock_mhz)
+    times = [s.t for s in inside]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    if times:
+        gaps += [max(0.0, times[0] - start), max(0.0, end - times[-1])]
+    return Window(
+        start=start, end=end, samples=len(inside), max_gap_s=max(gaps) if gaps else None,
+        foreign=tuple(Sighting(gpu=gpu, pid=pid, name=p.name, vram_mib=p.vram_mib, first_t=a, last_t=b, samples=n)
+                      for (gpu, pid), (p, a, b, n) in sorted(foreign.items())),
+        throttled=tuple(Throttle(gpu=gpu, reasons=tuple(sorted(r)), first_t=a, last_t=b, samples=n)
+                        for gpu, (r, a, b, n) in sorted(throttled.items())),
+        power_capped_pct={g: round(100 * statistics.fmean(v), 1) for g, v in capped.items()},
+        busy_pct_max=busy, power_w_max=power, gfx_clock_min_mhz=clock, errors=tuple(errors))
+
+
+# --- the views: which commands the sampler runs, and how their outputs are read -----------------
+
+
+@dataclass(frozen=True, slots=True)
+class Views:
+    source: str
+    gpus_argv: tuple[str, ...]
+    processes_argv: tuple[str, ...]
+    parse_gpus: Callable[[str], tuple[telemetry.GpuSample, ...]]
+    process_tool: str
+
+    def parse(self, tick: dict[str, Any], ignore_pids: frozenset[int] = frozenset()) -> WatchSample:
+        errors: list[str] = []
+        gpus: tuple[telemetry.GpuSample, ...] = ()
+        processes: tuple[GpuProcess, ...] = ()
+        views = tick.get("views") or {}
+        for key, argv in (("gpus", self.gpus_argv), ("processes", self.processes_argv)):
+            view = views.get(key) or {}
+            if view.get("rc") != 0:
+                errors.append(f"{shlex.join(argv)}: {view.get('err') or 'exited ' + str(view.get('rc'))}"[:300])
+        try:
+            if (views.get("gpus") or {}).get("rc") == 0:
+                gpus = self.parse_gpus(views["gpus"]["out"])
+            if (views.get("processes") or {}).get("rc") == 0:
+                processes = tuple(parsers.parse(self.process_tool, views["processes"]["out"]).processes)
+        except (ParseError, RocmFleetError, ValueError, KeyError) as exc:
+            errors.append(f"{self.source} view not understood: {exc}"[:300])
+        tools = frozenset(int(p) for p in tick.get("tool_pids") or ())
+        return WatchSample(t=float(tick["t"]), gpus=gpus,
+                           processes=tuple(p for p in processes if p.pid not in tools | ignore_pids),
+                           ours=frozenset(int(p) for p in tick.get("ours") or ()), errors=tuple(errors),
+                           took_s=tick.get("took_s"))
+
+
+def views_for(run: gpu_activity.Run, which: Callable[[str], Any], timeout_s: float = 30.0) -> Views | None:
+    """The views this node has (amd-smi, rocm-smi, nvidia-smi, first found), None when none is there.
+    nvidia-smi is asked once here, so the sampler gets the clock-reason field name this driver knows."""
+    source = telemetry.detect_source(which=which, run=run, activity=True)
+    if isinstance(source, telemetry.AmdSmiSource):
+        return Views("amd-smi", telemetry.AMD_SMI_ACTIVITY_ARGV, gpu_activity.AMD_SMI_PROCESS_ARGV,
+                     telemetry.parse_amd_smi_metric, "amd-smi")
+    if isinstance(source, telemetry.RocmSmiSource):
+        processes = gpu_activity.AMD_SMI_PROCESS_ARGV if which("amd-smi") else gpu_activity.ROCM_SMI_PIDS_ARGV
+        return Views("rocm-smi", telemetry.ROCM_SMI_ACTIVITY_ARGV, processes, telemetry.parse_rocm_smi_json,
+                     processes[0])
+    if isinstance(source, telemetry.NvidiaSmiSource):
+        nvidia = gpu_activity.NvidiaActivity(run, query=WATCH_NVIDIA_QUERY)
+        with contextlib.suppress(RocmFleetError, ParseError):   # the sampler's own ticks say what is wrong
+            nvidia.read(timeout_s)
+        return Views("nvidia-smi", nvidia.argv(), gpu_activity.NVIDIA_APPS_ARGV, gpu_activity.nvidia_samples,
+                     "nvidia-smi")
+    return None
+
+
+# --- the sampler on the node ---------------------------------------------------------------------
+
+
+class Watcher:
+    """One node's sampler: started once, read as often as needed (only what is new), stopped at the end."""
+
+    def __init__(self, host: Any, views: Views, *, interval_s: float = DEFAULT_INTERVAL_S,
+                 owner_pid: int | None = None, python: str | None = None) -> None:
+        self.host = host
+        self.views = views
+        self.interval_s = interval_s
+        self.owner_pid = owner_pid
+        self.python = python or (sys.executable if host.backend.NAME == "local" else "python3")
+        self.directory: str | None = None
+        self.samples: list[WatchSample] = []
+        self.started_at: float | None = None
+        self.error: str | None = None
+        self._offset = 0
+        self._partial = ""
+
+    def start(self) -> bool:
+        """Put the sampler on the node and start it; False (with `error`) when that failed."""
+        run = self.host.run("mktemp -d /tmp/rocm-fleet-watch.XXXXXXXX")
+        if run.rc != 0:
+            self.error = f"cannot make the watcher's directory on the node: {run.stderr.strip()[:200]}"
+            return False
+        self.directory = run.stdout.strip()
+        config = {"interval_s": self.interval_s, "out": f"{self.directory}/samples.jsonl",
+                  "stop": f"{self.directory}/stop", "owner_pid": self.owner_pid,
+                  "deadline": time.time() + REMOTE_DEADLINE_S, "timeout_s": max(10.0, 5 * self.interval_s),
+                  "commands": {"gpus": list(self.views.gpus_argv), "processes": list(self.views.processes_argv)},
+                  "run": uuid.uuid4().hex}
+        marker = f"RF_WATCH_{uuid.uuid4().hex[:12]}"
+        script = (f"cat > {self.directory}/sampler.py <<'{marker}'\n{SAMPLER.read_text()}\n{marker}\n"
+                  f"cat > {self.directory}/config.json <<'{marker}'\n{json.dumps(config)}\n{marker}\n"
+                  f"cd / && setsid nohup {shlex.quote(self.python)} {self.directory}/sampler.py "
+                  f"{self.directory}/config.json > {self.directory}/sampler.log 2>&1 < /dev/null &")
+        run = self.host.run(script)
+        if run.rc != 0:
+            self.error = f"cannot start the watcher on the node: {run.stderr.strip()[:200]}"
+            return False
+        self.started_at = time.time()
+        return True
+
+    def read(self) -> list[WatchSample]:
+        """Every sample taken so far (the new ones are fetched and parsed)."""
+        if self.directory is None:
+            return self.samples
+        out = self.host.run(f"tail -c +{self._offset + 1} -- {self.directory}/samples.jsonl")
+        if out.rc != 0:
+            return self.samples
+        text = self._partial + out.stdout
+        self._offset += len(out.stdout.encode())
+        lines = text.split("\n")
+        self._partial = lines.pop()        # a line the sampler is still writing
+        for line in lines:
+            if line.strip():
+                try:
+                    self.samples.append(self.views.parse(json.loads(line)))
+                except (ValueError, KeyError, TypeError) as exc:
+                    self.error = f"a watcher sample was unreadable: {exc}"
+        return self.samples
+
+    def wait_past(self, moment: float, limit_s: float | None = None) -> list[WatchSample]:
+        """Read until a sample taken after `moment` is in (at most `limit_s`, default three intervals
+        and the views' time)."""
+        deadline = time.time() + (limit_s if limit_s is not None else 3 * self.interval_s + 5)
+        while True:
+            samples = self.read()
+            if (samples and samples[-1].t >= moment) or time.time() >= deadline or not self.alive():
+                return samples
+            time.sleep(min(0.2, self.interval_s / 4))
+
+    def alive(self) -> bool:
+        return self.directory is not None and self.host.run(
+            f"test ! -e {self.directory}/stop && pgrep -f -- {self.directory}/sampler.py").rc == 0
+
+    def cost(self) -> dict[str, Any]:
+        """The sampler's own figures: the interval asked for and achieved, how long the views took."""
+        return cost(self.samples, self.interval_s)
+
+    def stop(self) -> None:
+        if self.directory is None:
+            return
+        self.read()
+        self.host.run(f"touch -- {self.directory}/stop; sleep 0.1; rm -rf -- {self.directory}")
+        self.directory = None
+
+
+def _clock(t: float) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(t))
+
+
+def sighting_lines(found: Iterable[Sighting | Throttle]) -> str:
+    return "; ".join(s.describe() for s in found)
+
+
+def cost(samples: Sequence[WatchSample], interval_s: float) -> dict[str, Any]:
+    took = [s.took_s for s in samples if s.took_s is not None]
+    gaps = [b.t - a.t for a, b in itertools.pairwise(samples)]
+    return {"interval_s": interval_s, "samples": len(samples),
+            "interval_median_s": round(statistics.median(gaps), 3) if gaps else None,
+            "interval_max_s": round(max(gaps), 3) if gaps else None,
+            "views_median_s": round(statistics.median(took), 3) if took else None,
+            "views_max_s": round(max(took), 3) if took else None}
