@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any
 
-from validation import identity, topology
+from validation import identity, saved_activity, topology
 from validation.judge import Verdict, judge_incomplete, judge_links, judge_no_dip, judge_target, judge_value
 from validation.records import LinkBandwidth, Status
 from validation.targets.model import TargetProfile
@@ -529,3 +529,17 @@ def verdicts_for(tool: str, record: Any, profile: TargetProfile) -> list[Verdict
     if missing is not None:
         verdicts.append(judge_incomplete(f"{tool} output", missing))
     return verdicts
+
+
+# Outputs whose numbers are performance: judged beside a saved view that shows busy GPUs, they carry a
+# note saying so (docs/judging.md, "A view taken under load").
+PERFORMANCE_TOOLS = frozenset({"rvs", "rccl-tests", "nccl-tests", "transferbench", "rocm-bandwidth-test",
+                               "babelstream", "hipblaslt-bench", "rocblas-bench", "miopen-driver"})
+
+
+def saved_verdicts(tool: str, record: Any, profile: TargetProfile) -> list[Verdict]:
+    """What `rocm-fleet judge` gives a saved output: verdicts_for, and for an amd-smi / rocm-smi /
+    nvidia-smi view what its GPUs were doing (validation/saved_activity.py: processes and load, WARN
+    RF-GPU-BUSY where busy). The node checks call verdicts_for: their own run is on the GPU, and
+    validation/idle.py judges it knowing which processes are the run's."""
+    return verdicts_for(tool, record, profile) + saved_activity.judge(tool, record, profile)

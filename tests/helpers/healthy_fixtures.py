@@ -1,6 +1,6 @@
 """Every real fixture of a judged tool, classified for issue 15's "no false FAIL on healthy real
-outputs": healthy and complete against its own SKU, cut by its author, without a judged number, the
-one exception, or no profile / refused. The SKU and GPU count of each come from its SOURCES.md row
+outputs": healthy and complete against its own SKU, a view taken under load, cut by its author, without a
+judged number, the one exception, or no profile / refused. The SKU and GPU count of each come from its SOURCES.md row
 (tests/fixtures/real/<tool>/). Used by tests/unit/judge/test_healthy_fixtures.py and
 tests/unit/judge/test_judge_truncation_fuzz.py."""
 
@@ -12,46 +12,28 @@ HEALTHY: list[tuple[str, str, str, int | None]] = [
     ("rocm-smi", "mi300x-augmxnt-vllm-collect-env-showtopo.txt", "mi300x", 8),
     ("rocm-smi", "mi300x-ml-engineering-amd-debug.txt", "mi300x", 8),
     ("rocm-smi", "mi300x-rocm-blogs-grok1.txt", "mi300x", 8),
-    ("rocm-smi", "mi300x-rocm-blogs-llama-lora-concise-under-load.txt", "mi300x", 1),
     ("rocm-smi", "mi300x-rocm-blogs-llama-lora-showproductname.txt", "mi300x", 1),
     ("rocm-smi", "mi300x-x1-thamada-gls-concise.txt", "mi300x", 1),
     ("rocm-smi", "mi300x-x4-thamada-gls-concise.txt", "mi300x", 4),
-    ("rocm-smi", "mi300x-x4-thamada-gls-rocm-smi-a.txt", "mi300x", 4),
     ("rocm-smi", "mi250x-x8gcd-rocm-issue3364-concise-legacy-during-run.txt", "mi250x", 8),
     ("rocminfo", "mi300x-augmxnt-mi300-testing-00-system-info.txt", "mi300x", 8),
     ("rocminfo", "mi300x-vf-msp-docs-amd-droplet-rocminfo-7.2.4.txt", "mi300x-vf", 1),
     ("rocminfo", "mi300x-x4-thamada-gls-rocminfo.txt", "mi300x", 4),
     ("amd-smi", "mi300x-hipfile-docs-known-issues-default-view-7.1.1.txt", "mi300x", 1),
     ("amd-smi", "mi300x-k8s-dra-driver-docs-default-view-guest-passthrough-7.0.0.txt", "mi300x", 1),
-    ("amd-smi", "mi300x-rocm-blogs-amd-smi-overview-monitor-putm.txt", "mi300x", 8),
-    ("amd-smi", "mi300x-vf-amdsmi-issue130-monitor-6.4.0.txt", "mi300x-vf", 1),
-    ("amd-smi", "mi300x-vf-amdsmi-issue130-monitor-process-6.4.0.txt", "mi300x-vf", 1),
-    ("amd-smi", "mi300x-vf-amdsmi-issue130-process-6.4.0.txt", "mi300x-vf", 1),
     ("amd-smi", "mi300x-vf-hipfile-docs-known-issues-default-view-7.2.1.txt", "mi300x-vf", 1),
-    ("amd-smi", "mi300x-vf-msp-docs-default-view-trailer-7.2.4.txt", "mi300x-vf", 1),
     ("amd-smi", "mi300x-x8-amdsmi-changelog-6.1.0-monitor-ptumv.txt", "mi300x", 8),
     ("amd-smi", "mi300x-x8-amdsmi-changelog-6.1.0-topology.txt", "mi300x", 8),
     ("amd-smi", "mi300x-x8-amdsmi-changelog-6.1.0-xgmi.txt", "mi300x", 8),
-    ("amd-smi", "mi300x-x8-amdsmi-changelog-7.0.0-default-view-processes-rvs.txt", "mi300x", 8),
     ("amd-smi", "mi300x-x8-rocm-install-docs-ray-default-view-27.0.0.txt", "mi300x", 8),
-    ("nvidia-smi", "h100-gpu-operator-runbook-table-tritonserver.txt", "h100", 1),
     ("nvidia-smi", "h100-jdh4-job-data-2023-della-nvidia-smi-a.txt", "h100", 1),
-    ("nvidia-smi", "h100-k8s-gang-worker0-table-74gb-no-procs.txt", "h100", 1),
-    ("nvidia-smi", "h100-mig-gpu-operator-runbook-table-mig-process.txt", "h100", 1),
     ("nvidia-smi", "h100-sxm-x8-thamada-gls-nvidia-smi-a.txt", "h100", 8),
     ("nvidia-smi", "h200-x1-rocm-fleet-burnin-clocks-event-reasons-load.txt", "h200", 1),
-    ("nvidia-smi", "h200-x1-rocm-fleet-burnin-query-gpu-end.txt", "h200", 1),
-    ("nvidia-smi", "h200-x1-rocm-fleet-burnin-query-gpu-load.txt", "h200", 1),
-    ("nvidia-smi", "h200-x1-rocm-fleet-busy-q-utilization-memory-clock-performance-pids.txt", "h200", 1),
-    ("nvidia-smi", "h200-x1-rocm-fleet-busy-query-gpu-util-mem-clocks.txt", "h200", 1),
-    ("nvidia-smi", "h200-x1-rocm-fleet-busy-table.txt", "h200", 1),
     ("nvidia-smi", "h200-x1-rocm-fleet-idle-q-utilization-memory-clock-performance-pids.txt", "h200", 1),
     ("nvidia-smi", "h200-x1-rocm-fleet-idle-query-gpu-util-mem-clocks.txt", "h200", 1),
     ("nvidia-smi", "h200-x1-rocm-fleet-idle-table.txt", "h200", 1),
-    ("nvidia-smi", "h200-x1-rocm-fleet-own-context-query-gpu.txt", "h200", 1),
     ("nvidia-smi", "h200-x1-thamada-gls-nvidia-smi-a.txt", "h200", 1),
     ("nvidia-smi", "h200-x1-thamada-gls-nvidia-smi.txt", "h200", 1),
-    ("nvidia-smi", "h200-x8-exp23-release-note-query-gpu-before-load.txt", "h200", 8),
     ("nvidia-smi-topo", "h100-x8-ml-engineering-network-topo-m.txt", "h100", 8),
     ("rccl-tests", "mi300x-8gpu-hisohara-ai-scripts-aac8-allreduce.txt", "mi300x", None),
     ("rccl-tests", "mi300x-8gpu-rocm-blogs-rccl-xgmi-allreduce.txt", "mi300x", None),
@@ -60,6 +42,36 @@ HEALTHY: list[tuple[str, str, str, int | None]] = [
     ("transferbench", "mi300x-x8-transferbench-docs-presets-p2p.txt", "mi300x", None),
     ("hipblaslt-bench", "mi300x-superbench-test-hipblaslt-v600.txt", "mi300x", None),
     ("hipblaslt-bench", "mi300x-superbench-test-hipblaslt-v1500.txt", "mi300x", None),
+]
+
+# Healthy machines whose saved view was taken while something ran on their GPUs (processes listed,
+# utilization or memory in use above the idle ceilings): exit 0, status warn, and every verdict that is
+# neither PASS nor SKIP is WARN RF-GPU-BUSY (validation/saved_activity.py, docs/judging.md). The view's
+# other verdicts (count, SKU, ECC) still pass.
+UNDER_LOAD: list[tuple[str, str, str, int | None]] = [
+    ("rocm-smi", "mi300x-rocm-blogs-llama-lora-concise-under-load.txt", "mi300x", 1),
+    ("rocm-smi", "mi300x-x4-thamada-gls-rocm-smi-a.txt", "mi300x", 4),
+    ("amd-smi", "mi300x-rocm-blogs-amd-smi-overview-monitor-putm.txt", "mi300x", 8),
+    ("amd-smi", "mi300x-vf-amdsmi-issue130-monitor-6.4.0.txt", "mi300x-vf", 1),
+    ("amd-smi", "mi300x-vf-amdsmi-issue130-monitor-process-6.4.0.txt", "mi300x-vf", 1),
+    ("amd-smi", "mi300x-vf-amdsmi-issue130-process-6.4.0.txt", "mi300x-vf", 1),
+    ("amd-smi", "mi300x-vf-msp-docs-default-view-trailer-7.2.4.txt", "mi300x-vf", 1),
+    ("amd-smi", "mi300x-x8-amdsmi-changelog-7.0.0-default-view-processes-rvs.txt", "mi300x", 8),
+    ("nvidia-smi", "h100-gpu-operator-runbook-table-tritonserver.txt", "h100", 1),
+    ("nvidia-smi", "h100-k8s-gang-worker0-table-74gb-no-procs.txt", "h100", 1),
+    ("nvidia-smi", "h100-mig-gpu-operator-runbook-table-mig-process.txt", "h100", 1),
+    ("nvidia-smi", "h200-x1-rocm-fleet-burnin-query-gpu-end.txt", "h200", 1),
+    ("nvidia-smi", "h200-x1-rocm-fleet-burnin-query-gpu-load.txt", "h200", 1),
+    ("nvidia-smi", "h200-x1-rocm-fleet-busy-q-utilization-memory-clock-performance-pids.txt", "h200", 1),
+    ("nvidia-smi", "h200-x1-rocm-fleet-busy-query-gpu-util-mem-clocks.txt", "h200", 1),
+    ("nvidia-smi", "h200-x1-rocm-fleet-busy-table.txt", "h200", 1),
+    ("nvidia-smi", "h200-x1-rocm-fleet-own-context-query-gpu.txt", "h200", 1),
+    ("nvidia-smi", "h200-x8-exp23-release-note-query-gpu-before-load.txt", "h200", 8),
+    ("nvidia-smi", "h200-x1-rocm-fleet-busy-query-compute-apps.txt", "h200", 1),
+    ("nvidia-smi", "h200-x1-rocm-fleet-own-context-query-compute-apps.txt", "h200", 1),
+    ("nvidia-smi", "h200-x8-exp23-release-note-query-compute-apps-after.txt", "h200", 8),
+    ("nvidia-smi", "h200-x8-exp23-release-note-query-compute-apps-before-not-found.txt", "h200", 8),
+    ("rocm-smi", "mi250x-x8gcd-rocm-issue3364-showpids-colabfold.txt", "mi250x", 8),
 ]
 
 # Healthy machines whose published output was cut by its author ("[output truncated]", "[...]", "...",
@@ -86,22 +98,18 @@ CUT: list[tuple[str, str, str]] = [
     ("rocm-bandwidth-test", "mi250x-likely-gpu-cluster-networking-A.txt", "mi250x"),
 ]
 
-# Outputs with nothing the profile has a target for (exit 2, "holds no measurement"): process lists,
-# a one-GPU topology, RVS/rocm-bandwidth-test views without a published number.
+# Outputs with nothing the profile has a target for (exit 2, "holds no measurement"): a process list that
+# lists nothing and names no GPU (a CSV cut after its header reads the same), a one-GPU topology,
+# RVS/rocm-bandwidth-test views without a published number.
 NOTHING_TO_JUDGE: list[tuple[str, str, str]] = [
+    ("nvidia-smi", "h200-x1-rocm-fleet-idle-query-compute-apps.txt", "h200"),
     ("rvs", "mi300x-system-acceptance-docs-gpup-iolink.txt", "mi300x"),
     ("rvs", "mi300x-system-acceptance-docs-mem-bandwidth-grep.txt", "mi300x"),
     ("rvs", "mi300x-system-acceptance-docs-pbqt-bandwidth.txt", "mi300x"),
     ("rvs", "mi300x-system-acceptance-docs-pebb-distance.txt", "mi300x"),
     ("rocm-bandwidth-test", "mi250x-likely-gpu-cluster-networking-e.txt", "mi250x"),
     ("rocm-bandwidth-test", "mi250x-likely-gpu-cluster-networking-s0-d4.txt", "mi250x"),
-    ("nvidia-smi", "h200-x1-rocm-fleet-busy-query-compute-apps.txt", "h200"),
-    ("nvidia-smi", "h200-x1-rocm-fleet-idle-query-compute-apps.txt", "h200"),
-    ("nvidia-smi", "h200-x1-rocm-fleet-own-context-query-compute-apps.txt", "h200"),
-    ("nvidia-smi", "h200-x8-exp23-release-note-query-compute-apps-after.txt", "h200"),
-    ("nvidia-smi", "h200-x8-exp23-release-note-query-compute-apps-before-not-found.txt", "h200"),
     ("nvidia-smi-topo", "h200-x1-rocm-fleet-device-topo-m.txt", "h200"),
-    ("rocm-smi", "mi250x-x8gcd-rocm-issue3364-showpids-colabfold.txt", "mi250x"),
 ]
 
 # The one exception among healthy, complete outputs of a profiled SKU: not a FAIL, but no pass either.

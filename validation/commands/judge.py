@@ -4,9 +4,11 @@ Each FILE is `TOOL:PATH` or a plain path whose tool is recognised from its conte
 parser that accepts it; files over 8 MiB must name their tool). Every input is read with a size limit
 (--max-input-mb, default 64 MiB). An output that does not prove what a verdict says is never a PASS:
 another GPU than the profile's is RF-SKU-MISMATCH, a cut-short output RF-INCOMPLETE-OUTPUT, and a target
-whose range or configuration the run did not cover is recorded with the reason. Exit 0 when every
-verdict passes, 1 on any FAIL/TIMEOUT/ERROR verdict, 2 when an input cannot be used (unreadable, too
-large, not understood, unknown SKU).
+whose range or configuration the run did not cover is recorded with the reason. An amd-smi / rocm-smi /
+nvidia-smi view that lists processes or shows load is WARN RF-GPU-BUSY per busy GPU (pid, name, memory,
+utilization), and every performance output judged with it says it was taken beside a busy view.
+Exit 0 when every verdict passes (WARN too, unless --strict), 1 on any FAIL/TIMEOUT/ERROR verdict, 2 when
+an input cannot be used (unreadable, too large, not understood, unknown SKU).
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import re
 import sys
 from pathlib import Path
 
-from validation import baseline, extract, inputs, parsers
+from validation import baseline, extract, inputs, parsers, saved_activity
 from validation.errors import ParseError, RocmFleetError
 from validation.judge import Verdict, aggregate
+from validation.parsers._text import printable
 from validation.records import Status, to_jsonable
 from validation.targets import load_targets
 from validation.targets.model import TargetProfile
@@ -120,7 +123,9 @@ def verdict_lines(verdicts: list[Verdict], *, every_skip: bool = False) -> list[
     """Every verdict that is not a PASS on its own line, except SKIPs, which are one line per reason
     (with the metric, how many subjects and the values they had) unless `every_skip`."""
     hidden = {Status.PASS} if every_skip else {Status.PASS, Status.SKIP}
-    lines = [f"  {v.status.value.upper():7} {v.code or '':22} {v.reason}" for v in verdicts if v.status not in hidden]
+    # a reason may quote a saved file (process names, device names): printed, it must not drive the terminal
+    lines = [f"  {v.status.value.upper():7} {v.code or '':22} {printable(v.reason)}" for v in verdicts
+             if v.status not in hidden]
     if every_skip:
         return lines
     groups: dict[tuple[str, str], list[Verdict]] = {}
@@ -130,8 +135,23 @@ def verdict_lines(verdicts: list[Verdict], *, every_skip: bool = False) -> list[
     for (metric, reason), skips in groups.items():
         subjects = [v.subject for v in skips]
         where = subjects[0] if len(subjects) == 1 else f"{len(subjects)} subjects ({subjects[0]} … {subjects[-1]})"
-        lines.append(f"  {'SKIP':7} {'':22} {metric} on {where}{_values(skips)}: {reason}")
+        lines.append(f"  {'SKIP':7} {'':22} {printable(f'{metric} on {where}{_values(skips)}: {reason}')}")
     return lines
+
+
+def _subjects(subjects: list[str]) -> str:
+    return ", ".join(subjects) if len(subjects) <= 4 else f"{subjects[0]} .. {subjects[-1]} ({len(subjects)} GPUs)"
+
+
+def beside_busy_notes(results: list[tuple[str, str, list[Verdict]]]) -> dict[str, list[str]]:
+    """file -> one note per saved view of the same call that shows busy GPUs, for every performance
+    output: its numbers may have been measured while someone else's work ran (docs/judging.md)."""
+    views = [(file, saved_activity.busy(verdicts)) for file, tool, verdicts in results
+             if tool in saved_activity.VIEW_TOOLS]
+    notes = [f"taken beside a busy view: {view} shows {_subjects(busy)} busy with someone else's work; if it was "
+             "captured while these numbers were measured, they describe that work too, not the hardware: re-run on "
+             "idle GPUs before blaming them" for view, busy in views if busy]
+    return {file: notes for file, tool, _ in results if notes and tool in extract.PERFORMANCE_TOOLS}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -148,19 +168,23 @@ def run(args: argparse.Namespace) -> int:
         if args.gpus is None and ranks and ranks != default.gpu_count:
             # collective bandwidth targets hold for one GPU count (ROCm/rccl#1270): use the run's own
             profile = _targets(args, ranks)
-        verdicts = extract.verdicts_for(tool, record, profile)
+        verdicts = extract.saved_verdicts(tool, record, profile)
         if not verdicts:
             raise RocmFleetError(f"{path}: {tool} output holds no measurement that {profile.name} has a target for")
         results.append((str(path), tool, verdicts))
     every = [v for _, _, vs in results for v in vs]
     status = aggregate(every)
+    notes = beside_busy_notes(results)
     if args.json:
         print(json.dumps({"schema_version": 1, "profile": default.name, "status": status.value,
-                          "files": [{"file": f, "tool": t, "verdicts": to_jsonable(vs)} for f, t, vs in results]},
+                          "files": [{"file": f, "tool": t, "verdicts": to_jsonable(vs),
+                                     **({"notes": notes[f]} if f in notes else {})} for f, t, vs in results]},
                          indent=2))
     else:
         for file, tool, verdicts in results:
             print(f"{file} ({tool}): {aggregate(verdicts).value.upper()}, {len(verdicts)} verdicts")
+            for note in notes.get(file, []):
+                print(f"  {'NOTE':7} {'':22} {printable(note)}")
             for line in verdict_lines(verdicts, every_skip=args.verbose):
                 print(line)
         print(f"overall: {status.value.upper()} against {default.name}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterator
 
 from validation.errors import ParseError
@@ -13,6 +14,20 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\r")
 def clean(text: str) -> str:
     """Remove ANSI colour/cursor sequences and carriage returns; normalise tabs to spaces."""
     return _ANSI.sub("", text).replace("\t", "    ")
+
+
+def printable(text: str) -> str:
+    """`text` from a saved file made safe to print on one terminal line: clean() first, then every
+    control or format character that is left (a lone ESC, an OSC ended by ESC \\, C1 controls such as
+    0x9b, BEL, backspace, newlines and line separators, bidirectional overrides) shown as its escape
+    (`\\x1b`, `\\u202e`)."""
+    out = []
+    for ch in clean(text):
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 _BLOCK = 1 << 20

@@ -215,7 +215,7 @@ def _gpu_from_query(index: int, bus: str, root: _indent_tree.Node) -> NvidiaGpu:
         memory_used_mib=_int(get("FB Memory Usage", "Used")),
         temperature_c=_number(get("Temperature", "GPU Current Temp")),
         power_draw_w=_number(power_draw), power_limit_w=_number(power_limit),
-        utilization_gpu_pct=_number(get("Utilization", "Gpu")),
+        utilization_gpu_pct=_number(get("Utilization", "Gpu") or get("Utilization", "GPU")),  # 580: "GPU"
         pcie_gen_max=_int(get("PCI", "GPU Link Info", "PCIe Generation", "Max")),
         pcie_gen_current=_int(get("PCI", "GPU Link Info", "PCIe Generation", "Current")),
         pcie_width_max=_int(get("PCI", "GPU Link Info", "Link Width", "Max")),

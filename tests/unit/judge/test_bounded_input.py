@@ -87,7 +87,10 @@ def test_nvidia_smi_views_are_judged_by_their_profile(capsys: pytest.CaptureFixt
                      f"nvidia-smi:{FIX / 'real/nvidia-smi' / path}")
     doc = json.loads(out)
     verdicts = doc["files"][0]["verdicts"]
-    assert rc == 0 and doc["status"] == "pass", [v["reason"] for v in verdicts if v["status"] != "pass"]
+    # the exp23 view was taken under load (7 GPUs at 100 %): WARN RF-GPU-BUSY, and nothing else that is not a pass
+    busy = [v for v in verdicts if (v["status"], v["code"]) == ("warn", "RF-GPU-BUSY")]
+    assert rc == 0 and doc["status"] == ("warn" if busy else "pass"), [
+        v["reason"] for v in verdicts if v["status"] != "pass" and v not in busy]
     assert any(v["metric"] == judged and v["status"] == "pass" for v in verdicts)
     assert any(v["metric"] == "gpu_count" and v["status"] == "pass" and v["measured"] == int(gpus) for v in verdicts)
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from healthy_fixtures import CUT, EXCEPTIONS, HEALTHY, NO_PROFILE_OR_REFUSED, NOTHING_TO_JUDGE
+from healthy_fixtures import CUT, EXCEPTIONS, HEALTHY, NO_PROFILE_OR_REFUSED, NOTHING_TO_JUDGE, UNDER_LOAD
 
 from validation import extract
 from validation.cli import main
@@ -33,6 +33,20 @@ def test_a_healthy_complete_output_passes_against_its_own_sku(capsys: pytest.Cap
     rc, doc = judge(capsys, tool, name, sku, gpus)
     bad = [v["reason"] for f in doc["files"] for v in f["verdicts"] if v["status"] not in ("pass", "skip", "warn")]
     assert rc == 0 and doc["status"] in ("pass", "skip"), bad
+
+
+@pytest.mark.parametrize("tool, name, sku, gpus", UNDER_LOAD, ids=[f"{t}/{n}" for t, n, _, _ in UNDER_LOAD])
+def test_a_healthy_view_taken_under_load_warns_that_the_gpus_were_busy(capsys: pytest.CaptureFixture[str], tool: str,
+                                                                       name: str, sku: str, gpus: int | None) -> None:
+    rc, doc = judge(capsys, tool, name, sku, gpus)
+    verdicts = [v for f in doc["files"] for v in f["verdicts"]]
+    others = [(v["status"], v["code"], v["reason"]) for v in verdicts
+              if v["status"] not in ("pass", "skip") and (v["status"], v["code"]) != ("warn", "RF-GPU-BUSY")]
+    assert rc == 0 and doc["status"] == "warn" and not others
+    assert any(v["code"] == "RF-GPU-BUSY" for v in verdicts)
+    count = ["--gpus", str(gpus)] if gpus else []
+    assert main(["judge", "--profile", sku, "--strict", *count, f"{tool}:{FIX / tool / name}"]) == 1
+    capsys.readouterr()
 
 
 @pytest.mark.parametrize("tool, name, sku", CUT, ids=[f"{t}/{n}" for t, n, _ in CUT])
@@ -61,7 +75,7 @@ def test_the_exception_is_an_error_with_its_evidence_not_a_fail(capsys: pytest.C
 
 
 def test_every_real_fixture_of_a_judged_tool_is_classified() -> None:
-    listed = {(t, n) for t, n, _, _ in HEALTHY} | {(t, n) for t, n, _ in CUT + NOTHING_TO_JUDGE}
+    listed = {(t, n) for t, n, _, _ in HEALTHY + UNDER_LOAD} | {(t, n) for t, n, _ in CUT + NOTHING_TO_JUDGE}
     listed |= {(t, n) for t, n, _ in EXCEPTIONS} | {(t, n) for t, ns in NO_PROFILE_OR_REFUSED.items() for n in ns}
     present = {(tool, p.name) for tool in extract.JUDGES for p in (FIX / tool).glob("*.txt")}
     assert present - listed == set(), "classify these in tests/unit/judge/test_healthy_fixtures.py"

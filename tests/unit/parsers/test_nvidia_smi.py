@@ -33,6 +33,14 @@ def test_query_h200_single_gpu() -> None:
     assert rec.truncated is False
 
 
+def test_query_utilization_is_read_under_the_580_drivers_gpu_key() -> None:
+    # driver 580.159.04 prints "Utilization / GPU : 99 %" (550 printed "Gpu"), lines 42-43 of each file
+    busy = _parse("h200-x1-rocm-fleet-busy-q-utilization-memory-clock-performance-pids.txt")
+    idle = _parse("h200-x1-rocm-fleet-idle-q-utilization-memory-clock-performance-pids.txt")
+    assert [g.utilization_gpu_pct for g in busy.gpus] == [99.0]
+    assert [g.utilization_gpu_pct for g in idle.gpus] == [0.0]
+
+
 def test_query_h100_sxm_eight_gpus() -> None:
     rec = _parse("h100-sxm-x8-thamada-gls-nvidia-smi-a.txt")
     assert (rec.driver_version, rec.cuda_version, rec.attached_gpus) == ("565.57.01", "12.7", 8)
