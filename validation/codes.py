@@ -165,6 +165,12 @@ CODES: dict[str, str] = {
                           "play output), fix, and re-run validate.yml --limit NODE.",
     "RF-PROBE-WRONG-RESULT": "A probe computed a wrong result on the named GPU: drain the node, re-run, and run "
                              "the vendor diagnostics (RVS/AGFHC or dcgmi diag) on that GPU; RMA if it repeats.",
+    "RF-PROBE-UNSTABLE": "The probe's own samples on the named GPU scattered beyond its family's bound twice in a "
+                         "row, so its number is not the hardware's speed: look for a foreign load (`amd-smi "
+                         "process`, `rocm-smi --showpids`, `nvidia-smi`; other jobs on the node, a busy host CPU) "
+                         "and for throttling (clocks, power cap, temperature: `amd-smi metric`, `nvidia-smi -q -d "
+                         "PERFORMANCE`), then re-run on an idle node; if it stays unstable on an idle, cool GPU, "
+                         "compare with its sibling GPUs and run the vendor diagnostics on it.",
     # --- host tuning, GPU access and environment drift (validation/checks/tuning_codes.py)
     "RF-TUNING-CMDLINE": "The kernel command line configuration differs from the spec; " + _TUNE,
     "RF-TUNING-REBOOT-PENDING": "The command line is configured but the running kernel booted without it: "

@@ -6,10 +6,11 @@ raised CheckFailure into the node's results, the JUnit XML and the HTML report.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from validation.codes import CODES
+from validation.stability import UNSTABLE, Figure, describe
 
 T = TypeVar("T")
 
@@ -50,3 +51,11 @@ def fail_on_verdicts(verdicts: Iterable[Any], *, shown: int = 8) -> None:
         more = f"; and {len(bad) - shown} more" if len(bad) > shown else ""
         raise CheckFailure(bad[0].code or "RF-NOT-REPORTED", "; ".join(v.reason for v in bad[:shown]) + more,
                            bad[0].hint or None)
+
+
+def expect_stable(unstable: Sequence[Figure]) -> None:
+    """Fail the current check with RF-PROBE-UNSTABLE when any figure stayed unstable after its
+    second measurement (validation/stability.py), naming each one's GPU, metric and samples."""
+    __tracebackhide__ = True
+    if unstable:
+        raise CheckFailure(UNSTABLE, describe(unstable))

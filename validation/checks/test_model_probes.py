@@ -4,7 +4,10 @@ Like the portable probes, these run in the node's own pytest process (`--hosts=l
 public per-SKU figure exists for these numbers, so the targets are record only: every figure
 lands in the results with its reason, and the fleet outlier logic (`rocm-fleet report` over
 many nodes) judges them against the fleet median. A wrong model output always fails. A GPU that
-slows past the threshold when its neighbours are busy is named in a WARN measurement.
+slows past the threshold when its neighbours are busy is named in a WARN measurement. A
+configuration whose throughput samples scatter beyond their bound is measured once more
+(validation/stability.py); unstable twice, its figures are recorded invalid and the check fails
+with RF-PROBE-UNSTABLE.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from validation.checks.outcome import expect
+from validation.checks.outcome import expect, expect_stable
 from validation.judge import judge_value
+from validation.stability import UNSTABLE, Figure, measure_steadily
 
 pytestmark = pytest.mark.gpu
 
@@ -36,11 +40,19 @@ def torch_gpus(host: Any) -> tuple[Any, ...]:
 
 
 def record_figure(record: Any, targets: Any, metric: str, subject: str, value: float | None, unit: str, *,
-                  higher_is_better: bool = True, **extra: Any) -> tuple[str, str] | None:
+                  higher_is_better: bool = True, figure: Figure | None = None, **extra: Any) -> tuple[str, str] | None:
     """Judge where the SKU profile has a threshold for the metric, otherwise record only.
 
     Returns (code, reason) when the verdict is neither PASS, WARN nor SKIP; callers gather these
-    and fail once at the end, so one bad figure does not stop the others from being recorded."""
+    and fail once at the end, so one bad figure does not stop the others from being recorded. A
+    `figure` adds its samples, spread and retry to the entry; an unstable one is recorded as a
+    failure with RF-PROBE-UNSTABLE and not judged (callers fail on it with expect_stable)."""
+    if figure is not None:
+        extra = {**extra, **figure.extra()}
+        if figure.unstable:
+            record(metric, subject, value, unit, higher_is_better=higher_is_better, status="fail", code=UNSTABLE,
+                   reason=figure.reason(), **extra)
+            return None
     target = targets.get(metric)
     if target is None:
         record(metric, subject, value, unit, higher_is_better=higher_is_better, status="skip",
@@ -57,27 +69,40 @@ def record_figure(record: Any, targets: Any, metric: str, subject: str, value: f
 def _sweep_and_record(devices: tuple, targets: Any, record: Any, plan: Any) -> None:
     from validation.probes import model_bench, torch_probes
 
-    wrong, problems = [], []
+    def images_s(r: Any) -> dict[str, Any]:
+        if isinstance(r, torch_probes.ProbeSkip):
+            return {}
+        return {f"{model_bench.metric_stem(r.dtype, r.mode, r.batch)}_images_s": r.images_s}
+
+    wrong, problems, unstable = [], [], []
     for device in devices:
         subject = torch_probes.label(device)
-        for r in model_bench.sweep(device, plan):
+        for probe in model_bench.configuration_probes(device, plan):
+            steady = measure_steadily(probe, images_s, subject=subject)
+            r = steady.result
             if isinstance(r, torch_probes.ProbeSkip):
                 metric = f"{r.subject.split(' ', 1)[1]}_images_s"
                 record(metric, subject, None, "images/s", status="skip", reason=r.reason)
                 continue
             stem = model_bench.metric_stem(r.dtype, r.mode, r.batch)
             extra: dict[str, Any] = {"dtype": r.dtype, "mode": r.mode, "batch": r.batch, "image_size": r.image_size}
-            problems.append(record_figure(record, targets, f"{stem}_images_s", subject, r.images_s.median,
-                                          "images/s", samples=list(r.images_s.values),
-                                          spread_pct=r.images_s.spread_pct, **extra))
+            figure = steady.figures[f"{stem}_images_s"]
+            unstable += steady.unstable
+            problems.append(record_figure(record, targets, figure.metric, subject, figure.measurement.median,
+                                          "images/s", figure=figure, **extra))
+            if figure.unstable:     # latency and memory come from the same disturbed run
+                extra.update(valid=False, invalid_reason=figure.reason()[:500])
             for q, value in (("p50", r.latency_p50_ms), ("p99", r.latency_p99_ms)):
                 problems.append(record_figure(record, targets, f"{stem}_latency_{q}_ms", subject, value, "ms",
                                               higher_is_better=False, repeats=len(r.latency_ms.values), **extra))
             problems.append(record_figure(record, targets, f"{stem}_peak_memory_mib", subject, r.peak_memory_mib,
                                           "MiB", higher_is_better=False, **extra))
-            if not r.correct:
-                wrong.append(f"{subject} {stem}: logits off by {r.max_rel_err:.3g} (limit {r.tolerance:.3g})")
+            for attempt in steady.attempts:
+                if not isinstance(attempt, torch_probes.ProbeSkip) and not attempt.correct:
+                    wrong.append(f"{subject} {stem}: logits off by {attempt.max_rel_err:.3g} "
+                                 f"(limit {attempt.tolerance:.3g})")
     expect(not wrong, "RF-PROBE-WRONG-RESULT", "; ".join(wrong))
+    expect_stable(unstable)
     _expect_recorded(problems)
 
 

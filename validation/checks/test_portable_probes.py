@@ -3,17 +3,22 @@
 They run inside the node's own pytest process, so they need `--hosts=local://` (which is how
 playbooks/validate.yml runs the suite on every node). Every number lands in the node's results
 with its verdict: judged where the SKU profile has a target for it, otherwise recorded with the
-reason that no published target exists. A wrong result always fails.
+reason that no published target exists. A wrong result always fails. A figure whose own samples
+scatter beyond its family's bound is measured once more (validation/stability.py); unstable twice,
+it is recorded as RF-PROBE-UNSTABLE and not judged.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
-from validation.checks.outcome import expect, fail_on_verdicts, require
+from validation.checks.outcome import expect, expect_stable, fail_on_verdicts, require
 from validation.judge import Verdict, judge_value
+from validation.stability import UNSTABLE, Figure, measure_steadily
 
 pytestmark = [pytest.mark.quick, pytest.mark.gpu]
 
@@ -32,11 +37,17 @@ def torch_gpus(host: Any) -> tuple[Any, ...]:
     return torch_probes.gpu_devices()
 
 
-def judge_and_record(record: Any, targets: Any, metric: str, subject: str, value: float | None, unit: str,
-                     **extra: Any) -> Verdict | None:
+def judge_and_record(record: Any, targets: Any, metric: str, subject: str, value: float | None, unit: str, *,
+                     figure: Figure | None = None, **extra: Any) -> Verdict | None:
     """Judge against the SKU's target (or the site baseline) when there is one; otherwise record
     with the reason. Returns the verdict; callers fail once at the end (`fail_on_verdicts`), so one slow GPU
-    does not keep the others from being measured."""
+    does not keep the others from being measured. A `figure` adds its samples, spread and retry to the
+    entry; an unstable one is recorded as a failure with RF-PROBE-UNSTABLE and never judged."""
+    if figure is not None:
+        extra = {**extra, **figure.extra()}
+        if figure.unstable:
+            record(metric, subject, value, unit, status="fail", code=UNSTABLE, reason=figure.reason(), **extra)
+            return None
     if targets.get(metric) is None:
         record(metric, subject, value, unit, status="skip",
                reason=f"record only: no published {metric} target for {targets.name}; a site baseline "
@@ -48,9 +59,21 @@ def judge_and_record(record: Any, targets: Any, metric: str, subject: str, value
     return verdict
 
 
+def figures(attributes: Mapping[str, str]) -> Callable[[Any], dict[str, Any]]:
+    """The figures of a probe's result for measure_steadily: metric -> the measurement held in the
+    named attribute; none for a skip (nothing measured, nothing to repeat)."""
+    def pick(result: Any) -> dict[str, Any]:
+        from validation.probes.torch_probes import ProbeSkip
 
-def _measurement_extra(m: Any) -> dict[str, Any]:
-    return {"samples": list(m.values), "spread_pct": m.spread_pct, "repeats": len(m.values)}
+        return {} if isinstance(result, ProbeSkip) else {m: getattr(result, a) for m, a in attributes.items()}
+    return pick
+
+
+def judge_figure(record: Any, targets: Any, figure: Figure, unit: str, *, subject: str | None = None,
+                 **extra: Any) -> Verdict | None:
+    """judge_and_record for one figure of a steady measurement: its median, its samples and spread."""
+    return judge_and_record(record, targets, figure.metric, subject or figure.subject, figure.measurement.median,
+                            unit, figure=figure, **extra)
 
 
 @pytest.mark.parametrize("dtype", MATMUL_DTYPES)
@@ -58,20 +81,25 @@ def test_matmul_tflops_per_gpu(torch_gpus: tuple, targets: Any, record: Any, dty
     """Every GPU multiplies matrices correctly at its target rate (PyTorch, per data type)."""
     from validation.probes import torch_probes
 
-    verdicts, wrong = [], []
+    metric = f"torch_matmul_{dtype}_tflops"
+    verdicts, wrong, unstable = [], [], []
     for device in torch_gpus:
-        result = torch_probes.matmul_tflops(device, dtype)
         subject = torch_probes.label(device)
+        steady = measure_steadily(functools.partial(torch_probes.matmul_tflops, device, dtype),
+                                  figures({metric: "tflops"}), subject=subject)
+        result = steady.result
         if isinstance(result, torch_probes.ProbeSkip):
-            record(f"torch_matmul_{dtype}_tflops", subject, None, "TFLOPS", status="skip", reason=result.reason)
+            record(metric, subject, None, "TFLOPS", status="skip", reason=result.reason)
             continue
-        if not result.correct:
-            wrong.append(f"{subject} {dtype} matmul result wrong: max relative error {result.max_rel_err:.3g} "
-                         f"> {result.tolerance:.3g}")
-        verdicts.append(judge_and_record(record, targets, f"torch_matmul_{dtype}_tflops", subject,
-                                         result.tflops.median, "TFLOPS", size=[result.m, result.n, result.k],
-                                         **_measurement_extra(result.tflops)))
+        for attempt in steady.attempts:
+            if not isinstance(attempt, torch_probes.ProbeSkip) and not attempt.correct:
+                wrong.append(f"{subject} {dtype} matmul result wrong: max relative error {attempt.max_rel_err:.3g} "
+                             f"> {attempt.tolerance:.3g}")
+        unstable += steady.unstable
+        verdicts.append(judge_figure(record, targets, steady.figures[metric], "TFLOPS",
+                                     size=[result.m, result.n, result.k]))
     expect(not wrong, "RF-PROBE-WRONG-RESULT", "; ".join(wrong))
+    expect_stable(unstable)
     fail_on_verdicts(verdicts)
 
 
@@ -79,15 +107,19 @@ def test_device_copy_bandwidth_per_gpu(torch_gpus: tuple, targets: Any, record: 
     """Every GPU copies its own memory correctly at its target bandwidth (PyTorch)."""
     from validation.probes import torch_probes
 
-    verdicts, wrong = [], []
+    metric = "torch_device_copy_gb_s"
+    verdicts, wrong, unstable = [], [], []
     for device in torch_gpus:
-        result = torch_probes.device_copy_gb_s(device)
         subject = torch_probes.label(device)
-        if not result.checksum_ok:
+        steady = measure_steadily(functools.partial(torch_probes.device_copy_gb_s, device),
+                                  figures({metric: "gb_s"}), subject=subject)
+        if not all(attempt.checksum_ok for attempt in steady.attempts):
             wrong.append(f"{subject} device copy checksum mismatch")
-        verdicts.append(judge_and_record(record, targets, "torch_device_copy_gb_s", subject, result.gb_s.median,
-                                         "GB/s", counting=result.counting, **_measurement_extra(result.gb_s)))
+        unstable += steady.unstable
+        verdicts.append(judge_figure(record, targets, steady.figures[metric], "GB/s",
+                                     counting=steady.result.counting))
     expect(not wrong, "RF-PROBE-WRONG-RESULT", "; ".join(wrong))
+    expect_stable(unstable)
     fail_on_verdicts(verdicts)
 
 
@@ -99,26 +131,29 @@ def test_pinned_host_copy_per_gpu(torch_gpus: tuple, targets: Any, record: Any) 
     from validation.probes import torch_probes
 
     nodes = torch_probes.usable_numa_nodes()
-    verdicts, wrong = [], []
+    verdicts, wrong, unstable = [], [], []
     for device in torch_gpus:
         subject = torch_probes.label(device)
         plan = torch_probes.host_copy_plan(torch_probes.gpu_numa_node(torch_probes.gpu_index(device)), nodes)
         for numa_node, locality in plan:
-            result = torch_probes.pinned_copy_gb_s(device, numa_node=numa_node)
+            infix = "_remote" if locality == "remote" else ""
+            h2d, d2h = f"torch_h2d{infix}_gb_s", f"torch_d2h{infix}_gb_s"
+            steady = measure_steadily(functools.partial(torch_probes.pinned_copy_gb_s, device, numa_node=numa_node),
+                                      figures({h2d: "h2d_gb_s", d2h: "d2h_gb_s"}), subject=subject)
+            result = steady.result
             if isinstance(result, torch_probes.ProbeSkip):
                 record("torch_h2d_gb_s", subject, None, "GB/s", status="skip", reason=result.reason)
                 break
-            if not result.checksum_ok:
+            if not all(isinstance(a, torch_probes.ProbeSkip) or a.checksum_ok for a in steady.attempts):
                 wrong.append(f"{subject} host copy checksum mismatch ({locality})")
-            infix = "_remote" if locality == "remote" else ""
+            unstable += steady.unstable
             extra = {"numa_node": result.numa_node, "cpus": len(result.cpus), "locality": locality}
-            verdicts.append(judge_and_record(record, targets, f"torch_h2d{infix}_gb_s", f"{result.host} -> {subject}",
-                                             result.h2d_gb_s.median, "GB/s", **extra,
-                                             **_measurement_extra(result.h2d_gb_s)))
-            verdicts.append(judge_and_record(record, targets, f"torch_d2h{infix}_gb_s", f"{subject} -> {result.host}",
-                                             result.d2h_gb_s.median, "GB/s", **extra,
-                                             **_measurement_extra(result.d2h_gb_s)))
+            verdicts.append(judge_figure(record, targets, steady.figures[h2d], "GB/s",
+                                         subject=f"{result.host} -> {subject}", **extra))
+            verdicts.append(judge_figure(record, targets, steady.figures[d2h], "GB/s",
+                                         subject=f"{subject} -> {result.host}", **extra))
     expect(not wrong, "RF-PROBE-WRONG-RESULT", "; ".join(wrong))
+    expect_stable(unstable)
     fail_on_verdicts(verdicts)
 
 
@@ -127,17 +162,20 @@ def test_conv2d_forward_per_gpu(torch_gpus: tuple, targets: Any, record: Any, dt
     """Every GPU runs the ResNet-50 convolution layers correctly at their target rate (PyTorch)."""
     from validation.probes import torch_probes
 
-    verdicts, wrong = [], []
+    verdicts, wrong, unstable = [], [], []
     for device in torch_gpus:
         subject = torch_probes.label(device)
         for shape in torch_probes.RESNET50_SHAPES:
-            result = torch_probes.conv2d_tflops(device, shape, dtype)
             metric = f"torch_conv2d_{shape.name}_{dtype}_tflops"
-            if not result.correct:
+            steady = measure_steadily(functools.partial(torch_probes.conv2d_tflops, device, shape, dtype),
+                                      figures({metric: "tflops"}), subject=subject)
+            if not all(attempt.correct for attempt in steady.attempts):
                 wrong.append(f"{subject} conv2d {shape.name} {dtype} result wrong")
-            verdicts.append(judge_and_record(record, targets, metric, subject, result.tflops.median, "TFLOPS",
-                                             library=torch_probes.conv_library(), **_measurement_extra(result.tflops)))
+            unstable += steady.unstable
+            verdicts.append(judge_figure(record, targets, steady.figures[metric], "TFLOPS",
+                                         library=torch_probes.conv_library()))
     expect(not wrong, "RF-PROBE-WRONG-RESULT", "; ".join(wrong))
+    expect_stable(unstable)
     fail_on_verdicts(verdicts)
 
 

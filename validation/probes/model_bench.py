@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import logging
 import math
 import time
@@ -302,6 +303,42 @@ def _rel_err(got: torch.Tensor, ref: torch.Tensor) -> float:
     return (got - ref).abs().max().item() / scale
 
 
+def configuration_probes(
+    device: torch.device | str,
+    plan: SweepPlan,
+    *,
+    seed: int = 0,
+    model: torch.nn.Module | None = None,
+) -> Iterator[Callable[[], ModelResult | ProbeSkip]]:
+    """One zero-argument probe per (dtype, mode, batch) of the plan, in sweep order, all sharing one
+    model (ResNet-50 unless given) and one reference; calling a probe again measures its
+    configuration again (the checks do, when its samples scatter beyond their bound)."""
+    model = model if model is not None else resnet50(seed)
+    reference = make_reference(model, plan.image_size, seed)
+    for dtype in plan.dtypes:
+        for mode in plan.modes:
+            for batch in plan.batches:
+                yield functools.partial(_configuration, device, plan, dtype, mode, batch, model, reference, seed)
+
+
+def _configuration(device: torch.device | str, plan: SweepPlan, dtype: str, mode: str, batch: int,
+                   model: torch.nn.Module, reference: Reference, seed: int) -> ModelResult | ProbeSkip:
+    result = resnet50_inference(
+        device, dtype, batch, mode=mode, model=model, reference=reference, image_size=plan.image_size,
+        warmup=plan.warmup, repeats=plan.repeats, latency_repeats=plan.latency_repeats,
+        latency_budget_s=plan.latency_budget_s, timeout_s=plan.timeout_s,
+        target_sample_s=plan.target_sample_s, seed=seed)
+    if isinstance(result, ProbeSkip):
+        log.info("%s: skipped, %s", result.subject, result.reason)
+    else:
+        log.info("%s %s: %.4g images/s, p50 %.3g ms, correct=%s", result.device,
+                 metric_stem(dtype, mode, batch), result.images_s.median or 0.0,
+                 result.latency_p50_ms or 0.0, result.correct)
+    if torch.device(device).type == "cuda":
+        torch.cuda.empty_cache()  # graph pools of one batch size must not crowd the next
+    return result
+
+
 def sweep(
     device: torch.device | str,
     plan: SweepPlan,
@@ -312,26 +349,10 @@ def sweep(
 ) -> tuple[ModelResult | ProbeSkip, ...]:
     """Every (dtype, mode, batch) of the plan on one device, with one model (ResNet-50 unless
     given) and one reference; on_result sees each result as it arrives."""
-    model = model if model is not None else resnet50(seed)
-    reference = make_reference(model, plan.image_size, seed)
     results: list[ModelResult | ProbeSkip] = []
-    for dtype in plan.dtypes:
-        for mode in plan.modes:
-            for batch in plan.batches:
-                result = resnet50_inference(
-                    device, dtype, batch, mode=mode, model=model, reference=reference, image_size=plan.image_size,
-                    warmup=plan.warmup, repeats=plan.repeats, latency_repeats=plan.latency_repeats,
-                    latency_budget_s=plan.latency_budget_s, timeout_s=plan.timeout_s,
-                    target_sample_s=plan.target_sample_s, seed=seed)
-                if isinstance(result, ProbeSkip):
-                    log.info("%s: skipped, %s", result.subject, result.reason)
-                else:
-                    log.info("%s %s: %.4g images/s, p50 %.3g ms, correct=%s", result.device,
-                             metric_stem(dtype, mode, batch), result.images_s.median or 0.0,
-                             result.latency_p50_ms or 0.0, result.correct)
-                if on_result is not None:
-                    on_result(result)
-                results.append(result)
-                if torch.device(device).type == "cuda":
-                    torch.cuda.empty_cache()  # graph pools of one batch size must not crowd the next
+    for probe in configuration_probes(device, plan, seed=seed, model=model):
+        result = probe()
+        if on_result is not None:
+            on_result(result)
+        results.append(result)
     return tuple(results)
