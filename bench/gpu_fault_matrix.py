@@ -7,6 +7,8 @@ fit the device tool's 10 minutes each:
     python3 -m bench.gpu_fault_matrix idle  --out DIR [--runs 3]          idle runs, one run without the
                                                                           watcher, a site baseline from the idle runs
     python3 -m bench.gpu_fault_matrix loads --out DIR --baseline FILE     the loaded cases, judged with the baseline
+    python3 -m bench.gpu_fault_matrix all   --out DIR [--runs 3]          idle runs and the loaded cases in one call
+                                                                          (no watcher-off run, no baseline)
 
 Cases and what is right:
 - idle (>= 3): no check that needs a GPU fails; no number is invalid or throttled.
@@ -232,7 +234,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("phase", choices=("idle", "loads"))
+    p.add_argument("phase", choices=("idle", "loads", "all"))
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--baseline", type=Path, default=None,
@@ -250,7 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "runs").mkdir(parents=True, exist_ok=True)
     spec(args.out)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    rows = idle_phase(args.out, args.runs) if args.phase == "idle" else loads_phase(args.out, args.baseline)
+    if args.phase == "idle":
+        rows = idle_phase(args.out, args.runs)
+    elif args.phase == "loads":
+        rows = loads_phase(args.out, args.baseline)
+    else:
+        rows = [quick(args.out, f"idle-{i}") for i in range(1, args.runs + 1)] + loads_phase(args.out, None)
     text = table(rows)
     watch = [{"case": r["node"], **{k: v for k, v in (r["doc"].get("watch") or {}).items() if k != "run"}}
              for r in rows]
