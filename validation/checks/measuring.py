@@ -27,6 +27,7 @@ SIBLINGS = "test_every_gpu_and_link_keeps_up_with_its_siblings"
 POSTFLIGHT = "test_gpus_stayed_idle_while_measuring"
 ORDER = {PREFLIGHT: 0, SIBLINGS: 2, POSTFLIGHT: 3}          # everything else: 1
 MEASURING_TIERS = ("quick", "acceptance")
+WATCH_OFF = "the watcher was turned off (--watch-interval 0)"
 # A check that failed on one of these said a number is off; when someone else's process was on the
 # GPU meanwhile, that says nothing about the hardware, so RF-GPU-BUSY takes its place. Any other
 # failure (a wrong result, a tool that failed, ECC errors) stands, with the sighting added.

@@ -189,7 +189,7 @@ def _start_watch(config: pytest.Config, host: Any, state: measuring.NodeMeasurin
         return
     interval = config.getoption("--rf-watch-interval")
     if interval <= 0:
-        state.watch_error = "the watcher was turned off (--watch-interval 0)"
+        state.watch_error = measuring.WATCH_OFF
         return
     views = gpu_watch.views_for(gpu_activity.host_run(host), gpu_activity.host_which(host))
     if views is None:

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from validation import idle
-from validation.checks.measuring import NodeMeasuring
+from validation.checks.measuring import WATCH_OFF, NodeMeasuring
 from validation.checks.outcome import CheckFailure, expect, fail_on_verdicts
 from validation.judge import Verdict
 from validation.probes import gpu_activity, gpu_watch
@@ -129,10 +129,8 @@ def test_gpus_stayed_idle_while_measuring(host: Any, spec: dict, targets: Any, r
                 *became.values()]
     if problems:
         raise CheckFailure("RF-GPU-BUSY", "someone else's work used the GPUs during this run: " + "; ".join(problems))
-    unwatched = [m for m in measuring_state.measurements
-                 if m.get("value") is not None and not m["metric"].startswith("idle_")
-                 and (m.get("watch") or {}).get("samples") == 0
-                 and _span(m.get("watch")) > 2 * _interval(measuring_state)]
+    unwatched = [m for m in measuring_state.measurements if m.get("value") is not None
+                 and not m["metric"].startswith("idle_") and _unwatched(m.get("watch"), measuring_state)]
     expect(not unwatched, "RF-GPU-ACTIVITY-UNKNOWN",
            f"{len(unwatched)} numbers were measured while nothing watched the GPUs "
            f"({(measuring_state.watch_error or 'the watcher took no sample in their windows')}), e.g. "
@@ -163,6 +161,15 @@ def _whole_run(state: NodeMeasuring) -> tuple[gpu_watch.Sighting, ...]:
 def _stop_watch(state: NodeMeasuring) -> None:
     if state.watcher is not None:
         state.watcher.stop()
+
+
+def _unwatched(watch: dict | None, state: NodeMeasuring) -> bool:
+    """A number nothing watched: the watcher failed, or took no sample in a window longer than two
+    intervals. Turned off on purpose (--watch-interval 0), the numbers say so and nothing fails."""
+    watch = watch or {}
+    if watch.get("samples") != 0 or state.watch_error == WATCH_OFF:
+        return False
+    return "not_watched" in watch or _span(watch) > 2 * _interval(state)
 
 
 def _span(watch: dict | None) -> float:
