@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,3 +72,14 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(v) for v in obj]
     return obj
+
+
+_BUS = re.compile(r"([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])")
+
+
+def normalize_bus_id(raw: str | None) -> str | None:
+    """'00000000:04:00.0' / '0000:04:00.0' -> '0000:04:00.0' (lower case); None if unreadable."""
+    m = _BUS.search(raw or "")
+    if m is None:
+        return None
+    return f"{int(m.group(1), 16):04x}:{m.group(2).lower()}:{m.group(3).lower()}.{m.group(4)}"

@@ -23,8 +23,7 @@ from typing import Any
 from validation import idle
 from validation.judge import Verdict
 from validation.parsers._text import printable
-from validation.probes.telemetry import normalize_bus_id
-from validation.records import GpuProcess, Status
+from validation.records import GpuProcess, Status, normalize_bus_id
 from validation.targets.model import TargetProfile
 
 PHASE = "in this saved view"

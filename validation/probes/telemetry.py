@@ -33,7 +33,7 @@ from typing import Any
 from validation import parsers, runner
 from validation.errors import ParseError, ProbeError
 from validation.judge import Verdict, judge_value
-from validation.records import Status
+from validation.records import Status, normalize_bus_id  # noqa: F401  (telemetry.normalize_bus_id)
 from validation.targets.model import TargetProfile
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,6 @@ NVIDIA_THROTTLE_FIELDS = ("clocks_event_reasons.active", "clocks_throttle_reason
 NV_THROTTLE_BITS = 0x8 | 0x20 | 0x40 | 0x80   # HW slowdown, SW thermal, HW thermal, HW power brake
 NV_POWER_CAP_BIT = 0x4
 
-_BUS = re.compile(r"([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -303,14 +302,6 @@ def _mask(raw: str | None) -> int | None:
     if raw is None or not re.fullmatch(r"0x[0-9a-fA-F]+", raw.strip()):
         return None
     return int(raw.strip(), 16)
-
-
-def normalize_bus_id(raw: str | None) -> str | None:
-    """'00000000:04:00.0' / '0000:04:00.0' -> '0000:04:00.0' (lower case); None if unreadable."""
-    m = _BUS.search(raw or "")
-    if m is None:
-        return None
-    return f"{int(m.group(1), 16):04x}:{m.group(2).lower()}:{m.group(3).lower()}.{m.group(4)}"
 
 
 # --- sources: which tool to ask and how ----------------------------------------------------------
