@@ -22,11 +22,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import activity_standin
 import pytest
+from fake_ssh import FAKE_SSH
 
 HELPERS = Path(__file__).resolve().parents[2] / "helpers"
-sys.path.insert(0, str(HELPERS))
-import activity_standin  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a private mount namespace for /dev/kfd needs root")
 
@@ -148,3 +148,47 @@ def test_the_watcher_off_records_every_number_as_not_watched(tmp_path: Path) -> 
     assert numbers(doc) and all(m["watch"] == {"samples": 0, "not_watched": "the watcher was turned off "
                                                "(--watch-interval 0)"} for m in numbers(doc))
     assert "watch" not in doc and check(doc, POST)["code"] not in ("RF-GPU-BUSY", "RF-GPU-ACTIVITY-UNKNOWN")
+
+
+INVENTORY = """all:
+  children:
+    gpu_nodes:
+      hosts: {n1: {}, n2: {}}
+      vars:
+        ansible_connection: ssh
+        validation_gpu_vendor: amd
+        validation_gpu_count: 1
+        validation_target_sku: mi300x
+        node_tuning_state: absent
+        gpu_access_state: absent
+        env_profiles_state: absent
+"""
+
+
+def test_with_hosts_side_by_side_each_post_flight_starts_after_its_hosts_measuring_checks(tmp_path: Path) -> None:
+    """ansible:// hosts, one pytest-xdist worker each (tests/helpers/fake_ssh.py runs their commands here)."""
+    activity_standin.install(tmp_path / "bin", tmp_path / "schedule.json")
+    ssh = tmp_path / "bin" / "ssh"
+    ssh.write_text(FAKE_SSH)
+    ssh.chmod(0o755)
+    (tmp_path / "inventory.yml").write_text(INVENTORY)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(PATH=f"{tmp_path / 'bin'}{os.pathsep}{env['PATH']}", FAKE_SSH_LOG=str(tmp_path / "ssh.log"),
+               FAKE_SSH_DELAY="0.05")
+    proc = subprocess.run([sys.executable, "-m", "validation", "validate", "-i", str(tmp_path / "inventory.yml"),
+                           "--hosts", "ansible://gpu_nodes", "--tier", "quick", "--forks", "2", "--results",
+                           str(tmp_path / "r")], env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
+    for host in ("n1", "n2"):
+        doc = json.loads((tmp_path / "r" / f"{host}.json").read_text())
+        assert doc["complete"] is True
+        measuring = [c for c in doc["checks"] if c["tier"] in ("quick", "acceptance") and c["needs_gpu"]
+                     and c["name"] not in (PRE, POST)]
+        assert len(measuring) > 100
+        post = check(doc, POST)
+        assert post["started_at"] >= max(c["ended_at"] for c in measuring), host
+        assert check(doc, PRE)["ended_at"] <= min(c["started_at"] for c in measuring), host
+        assert doc["checks"][-1]["name"] == POST
+    starts = [json.loads((tmp_path / "r" / f"{h}.json").read_text())["checks"][0]["started_at"] for h in ("n1", "n2")]
+    ends = [json.loads((tmp_path / "r" / f"{h}.json").read_text())["checks"][-1]["ended_at"] for h in ("n1", "n2")]
+    assert max(starts) < min(ends)          # side by side: each host began before the other finished

@@ -23,22 +23,9 @@ import time
 from pathlib import Path
 
 import pytest
+from fake_ssh import FAKE_SSH
 
 from validation.report import load_run
-
-FAKE_SSH = """#!/bin/sh
-# fake ssh (tests/unit/cli/test_parallel_validate.py): the remote command runs here, after a delay
-for cmd; do :; done
-i=0; for a; do i=$((i+1)); [ $i -eq $(($# - 1)) ] && host=$a; done
-case " $FAKE_SSH_DOWN " in *" $host "*)
-  echo "ssh: connect to host $host port 22: Connection refused" >&2; exit 255;; esac
-case " $FAKE_SSH_HANG " in *" $host "*) sleep 3600;; esac
-start=$(date +%s.%N)
-sleep "$FAKE_SSH_DELAY"
-sh -c "$cmd"; rc=$?
-echo "$host $start $(date +%s.%N)" >> "$FAKE_SSH_LOG"
-exit $rc
-"""
 
 INVENTORY = """all:
   children:
