@@ -36,10 +36,10 @@ GEMM = "test_gemm_tflops_per_gpu_against_the_gst_targets"
 PRE, POST = "test_gpus_are_idle_before_measuring", "test_gpus_stayed_idle_while_measuring"
 
 
-def run(tmp: Path, *extra: str, **schedule: Any) -> tuple[int, dict]:
+def run(tmp: Path, *extra: str, gemm_s: float = 1.0, **schedule: Any) -> tuple[int, dict]:
     schedule_file = tmp / "schedule.json"
     activity_standin.install(tmp / "bin", schedule_file)
-    activity_standin.set_schedule(schedule_file, gemm_s=1.0, **schedule)
+    activity_standin.set_schedule(schedule_file, gemm_s=gemm_s, **schedule)
     (tmp / "spec.yml").write_text(SPEC)
     env = {**os.environ, "PATH": f"{tmp / 'bin'}{os.pathsep}{os.environ['PATH']}"}
     proc = subprocess.run([str(HELPERS / "fake_kfd.sh"), sys.executable, "-m", "validation", "validate", "--hosts",
@@ -101,7 +101,8 @@ def test_a_load_present_before_the_run_fails_the_pre_flight_and_nothing_is_measu
 
 
 def test_a_load_that_starts_after_the_pre_flight_invalidates_every_number_beside_it(tmp_path: Path) -> None:
-    rc, doc = run(tmp_path, on_gemm={"1": {"busy": -1}})        # from the first GEMM on, past the end
+    # from the first GEMM's start on, past the end; 1.5-s GEMMs, so a sample lands in the first one after the load began
+    rc, doc = run(tmp_path, gemm_s=1.5, on_gemm={"1": {"busy": -1}})
     assert rc == 1
     assert check(doc, PRE)["status"] != "fail" or check(doc, PRE)["code"] != "RF-GPU-BUSY"
     gemm = gemm_checks(doc)
@@ -119,11 +120,13 @@ def test_a_load_in_the_middle_fails_only_the_checks_it_overlapped(tmp_path: Path
     assert [c["status"] for c in gemm[:2]] == ["pass", "pass"]
     assert gemm[2]["code"] == "RF-GPU-BUSY" and "pid 420315 rvs" in gemm[2]["message"]
     assert gemm[-1]["status"] == "pass"
-    valid = {m["subject"]: m.get("valid", True) for m in numbers(doc)}
-    assert list(valid.values()).count(False) in (1, 2) and valid and any(valid.values())
+    valid = [m.get("valid", True) for m in numbers(doc)]
+    # the 1.5-s load overlaps the third GEMM and the fourth; a window also takes the last sample up to one
+    # interval before its start (the state it began in), so on a slow machine the fifth can be named too
+    assert valid[:2] == [True, True] and valid[2] is False and valid.count(False) in (2, 3) and valid[-1]
     # the sighting is attributed to the checks it overlapped, so the post-flight has nothing left to add
     assert check(doc, POST)["code"] != "RF-GPU-BUSY"
-    assert doc["watch"]["checks_with_foreign_processes"] in (1, 2)
+    assert doc["watch"]["checks_with_foreign_processes"] in (2, 3)
 
 
 def test_a_thermal_or_hardware_clock_reduction_fails_throttled_naming_the_reason(tmp_path: Path) -> None:
