@@ -113,6 +113,10 @@ CODES: dict[str, str] = {
     "RF-BURNIN-NO-TELEMETRY": "No telemetry during the burn-in, so its gates could not be judged: install amd-smi "
                               "(amd-smi-lib) or rocm-smi (NVIDIA: nvidia-smi) on the node and check that it runs "
                               "as the validating user.",
+    "RF-NOT-JUDGED": "No performance number of this node was judged: its SKU publishes no target for them, no "
+                     "site baseline applied and it has no sibling GPUs to compare. Make a site baseline from "
+                     "accepted nodes (`rocm-fleet baseline create RESULTS_DIR... -o baseline.yml`) and validate "
+                     "with `--baseline baseline.yml` (or validation_baseline), or judge the node in a batch.",
     "RF-GPU-BUSY": "Someone else's work was on the GPU (the named processes, utilization or memory in use), so "
                    "its numbers would not be the hardware's: wait for the job to end or drain the node "
                    "(Slurm/Kubernetes), stop stray processes (`amd-smi process`, `rocm-smi --showpids`, "

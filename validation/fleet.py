@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from validation import peers
+from validation import judged, peers
 from validation.records import Status
 
 
@@ -119,6 +119,8 @@ def with_batch_checks(nodes: Sequence[Mapping[str, Any]], *, floor: float | None
             out.append(copy)
             continue
         verdicts = per_node.get(str(doc["host"]), [])
+        copy["judged"] = {**judged.of(doc), "batch_metrics": len({v.metric for v in verdicts
+                                                                  if v.status in (Status.PASS, Status.FAIL)})}
         bad = [v for v in verdicts if v.status is Status.FAIL]
         if bad:
             status, code, hint = "fail", peers.BATCH, bad[0].hint

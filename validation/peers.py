@@ -78,6 +78,9 @@ _FAMILY_BY_UNIT = {
 }
 
 
+# The units of a throughput or a latency: what "a performance number" means (validation/judged.py).
+PERFORMANCE_UNITS = frozenset(_FAMILY_BY_UNIT)
+
 # Tail statistics move with one slow sample in a hundred; peers are compared on central values only.
 _TAIL = ("_p99", "_p999", "_max_")
 

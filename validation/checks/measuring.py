@@ -24,8 +24,9 @@ from validation.results.node import NodeResults
 # The checks that look at the GPUs' activity or at the numbers, rather than measure.
 PREFLIGHT = "test_gpus_are_idle_before_measuring"
 SIBLINGS = "test_every_gpu_and_link_keeps_up_with_its_siblings"
+JUDGED = "test_the_performance_numbers_were_judged"
 POSTFLIGHT = "test_gpus_stayed_idle_while_measuring"
-ORDER = {PREFLIGHT: 0, SIBLINGS: 2, POSTFLIGHT: 3}          # everything else: 1
+ORDER = {PREFLIGHT: 0, SIBLINGS: 2, JUDGED: 2.5, POSTFLIGHT: 3}          # everything else: 1
 MEASURING_TIERS = ("quick", "acceptance")
 WATCH_OFF = "the watcher was turned off (--watch-interval 0)"
 # A check that failed on one of these said a number is off; when someone else's process was on the
@@ -154,6 +155,15 @@ class NodeMeasuring:
                             throttled=tuple(throttled[k] for k in sorted(throttled)), numbers=numbers, marked=marked)
         self.windows.append(found)
         return found
+
+    def note_siblings(self, metrics: set[str], usable: Any) -> None:
+        """The sibling check compared these metrics across the node's GPUs or links: their usable
+        entries count as judged by siblings (validation/judged.py)."""
+        for entry in self.measurements:
+            if entry["metric"] in metrics and usable(entry):
+                entry["judged_by_siblings"] = True
+        if self.results is not None:
+            self.results.write()
 
     def unattributed(self, run: gpu_watch.Window) -> tuple[gpu_watch.Sighting, ...]:
         """Foreign processes the watcher saw over the whole run that no check's window caught (between

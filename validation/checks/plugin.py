@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from validation import judged
 from validation.checks import health, measuring
 from validation.checks.facts import provenance
 from validation.checks.node import RESULTS, node_name, results_for
@@ -57,6 +58,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="while measuring checks run, sample the GPUs' activity every S seconds on the node "
                     f"(default {gpu_watch.DEFAULT_INTERVAL_S:g}); 0 turns the watcher off and every number is "
                     "recorded as not watched")
+    group.addoption("--rf-require-judged", action="store_true", default=False,
+                    help="fail a node whose performance numbers were all record-only (RF-NOT-JUDGED); the "
+                    "acceptance tier always does")
     group.addoption("--rf-baseline", metavar="FILE", default=None,
                     help="site baseline (rocm-fleet baseline create) to judge against; default: the spec's "
                     "validation_baseline")
@@ -439,6 +443,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     for state in session.config.stash.get(_HEALTH, {}).values():
         state.save()
     for results in session.config.stash.get(RESULTS, {}).values():
+        results.doc["judged"] = judged.summarize(results.doc)
         results.finish()
     book = session.config.stash.get(_PROGRESS, None)
     if book is not None:

@@ -23,6 +23,8 @@ pytestmark = [pytest.mark.quick, pytest.mark.gpu]
 def test_every_gpu_and_link_keeps_up_with_its_siblings(measuring_state: NodeMeasuring) -> None:
     """Every GPU and link is within the allowed gap of the node's other GPUs and links."""
     verdicts = peers.judge_siblings(measuring_state.node, measuring_state.measurements)
+    measuring_state.note_siblings({v.metric for v in verdicts if v.status in (Status.PASS, Status.FAIL)},
+                                  peers.usable)
     if not verdicts:
         pytest.skip("no per-GPU or per-link throughput or latency was measured in this run")
     fail_on_verdicts(verdicts)

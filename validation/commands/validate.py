@@ -53,6 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline", type=Path, default=None, metavar="FILE",
                    help="site baseline to judge against (rocm-fleet baseline create); default: the spec's "
                    "validation_baseline")
+    p.add_argument("--require-judged", action="store_true",
+                   help="fail a node whose performance numbers were all record-only (RF-NOT-JUDGED: no published "
+                   "target, no site baseline, no siblings); the acceptance tier always does")
     p.add_argument("--watch-interval", type=_interval, default=None, metavar="S",
                    help="while measuring, sample every GPU's processes, load, clocks and power every S seconds on "
                    "the node (default 1); a foreign process in a number's window makes it invalid (RF-GPU-BUSY), "
@@ -108,6 +111,8 @@ def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
         argv.append("--rf-allow-busy")
     if args.baseline:
         argv.append(f"--rf-baseline={args.baseline.resolve()}")
+    if args.require_judged:
+        argv.append("--rf-require-judged")
     if args.watch_interval is not None:
         argv.append(f"--rf-watch-interval={args.watch_interval:g}")
     argv += parallel_argv(args.hosts, args.forks)

@@ -27,7 +27,7 @@ from itertools import pairwise, repeat
 from pathlib import Path
 from typing import Any
 
-from validation import peers
+from validation import judged, peers
 from validation.errors import RocmFleetError
 from validation.report.fleet_text import MeasurementSpool
 from validation.report.html import DETAIL_NODES
@@ -125,7 +125,10 @@ def _read_part(paths: list[Path], spool_path: Path, slim_after: int) -> _Part:
 
 
 def _keep_scaling_only(doc: dict[str, Any]) -> None:
-    """Drop the document's measurement entries but those the terminal's scaling tables show."""
+    """Drop the document's measurement entries but those the terminal's scaling tables show (their
+    judged counts kept first, for a document written before runs recorded them)."""
+    if "judged" not in doc:
+        doc["judged"] = judged.summarize(doc)
     entries = doc.get("measurements") or []
     tags = list(map(dict.get, entries, repeat("scaling")))          # one C-level pass: most have none
     doc["measurements"] = [] if tags.count(None) == len(tags) else [

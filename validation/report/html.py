@@ -11,6 +11,7 @@ from typing import Any
 
 import jinja2
 
+from validation import judged
 from validation.report import summary
 from validation.report.load import node_status
 from validation.report.scaling import row_aggregate, scaling_tables
@@ -120,4 +121,4 @@ def render_html(nodes: list[dict[str, Any]], *, title: str) -> str:
         expected=summary.expected_on_lab_host, lab_only=summary.only_lab_failures,
         heatmaps=heatmaps, measurement_tables=measurement_tables, scaling_tables=scaling_tables,
         row_aggregate=row_aggregate, failing=summary.FAILING, real_failures=real_failures,
-        lab_failures=lab_failures, tally=tally)
+        lab_failures=lab_failures, tally=tally, judged_of=judged.of, judged_line=judged.line)

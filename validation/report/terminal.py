@@ -10,6 +10,7 @@ import shutil
 import textwrap
 from typing import Any
 
+from validation import judged
 from validation.report.load import node_status
 from validation.report.scaling import render_scaling_text
 from validation.report.summary import expected_on_lab_host
@@ -33,6 +34,11 @@ def render_terminal(nodes: list[dict[str, Any]], *, columns: int | None = None) 
         counts["fail"] += sum(1 for c in node["checks"] if c["status"] in ("error", "timeout"))
         lines.append(f"{node['host']:<24} {node_status(node).upper():<8} {counts['pass']:>5} {counts['fail']:>5} "
                      f"{counts['skip']:>5}  {'yes' if node.get('complete') else 'NO (interrupted)'}")
+    numbers = [(node, judged.of(node)) for node in nodes if not node.get("missing")]
+    if any(summary.get("numbers") for _, summary in numbers):
+        lines += ["", "performance numbers judged (a site baseline judges what no target does: rocm-fleet baseline "
+                  "create):"]
+        lines += [f"  {node['host']}: {judged.line(summary)}" for node, summary in numbers if summary.get("numbers")]
     for node in nodes:
         for check in node["checks"]:
             if check["status"] in ("fail", "error", "timeout", "warn"):

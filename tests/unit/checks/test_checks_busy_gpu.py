@@ -72,12 +72,15 @@ def test_every_measuring_check_is_skipped_saying_why(busy_run: tuple) -> None:
     _, doc = busy_run
     measuring = [c for c in doc["checks"] if c["tier"] in ("quick", "acceptance") and c["needs_gpu"]
                  and c["name"] not in ("test_gpus_are_idle_before_measuring", "test_gpus_stayed_idle_while_measuring",
-                                       "test_every_gpu_and_link_keeps_up_with_its_siblings")]
+                                       "test_every_gpu_and_link_keeps_up_with_its_siblings",
+                                       "test_the_performance_numbers_were_judged")]
     assert len(measuring) > 20
     assert all(c["status"] == "skip" and "not measured: gpu0 busy with someone else's work" in c["message"]
                for c in measuring)
     post = check(doc, "test_gpus_stayed_idle_while_measuring")
     assert post["status"] == "skip" and "nothing was measured" in post["message"]
+    judged = check(doc, "test_the_performance_numbers_were_judged")
+    assert judged["status"] == "skip" and "no performance number was measured" in judged["message"]
     busy = [m for m in doc["measurements"] if m["metric"] == "idle_foreign_processes"]
     assert busy[0]["processes"] == [{"pid": 487, "name": "python3", "vram_mib": 1002.0}]
 

@@ -79,6 +79,7 @@ def test_idle_every_number_is_watched_and_valid(idle: tuple[int, dict]) -> None:
     assert doc["watch"]["samples"] >= 5 and doc["watch"]["interval_median_s"] == pytest.approx(1.0, abs=0.2)
     assert doc["watch"]["checks_with_foreign_processes"] == 0
     assert check(doc, POST)["code"] != "RF-GPU-BUSY"
+    assert doc["judged"]["numbers"] == 6 and check(doc, "test_the_performance_numbers_were_judged")["status"] == "pass"
 
 
 def test_the_post_flight_starts_after_every_measuring_check_ended(idle: tuple[int, dict]) -> None:
