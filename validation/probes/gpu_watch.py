@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import re
 import shlex
 import statistics
 import sys
@@ -35,6 +36,7 @@ from typing import Any
 from validation import parsers
 from validation.errors import ParseError, RocmFleetError
 from validation.idle import Ownership, describe
+from validation.parsers._text import printable
 from validation.probes import gpu_activity, telemetry
 from validation.records import GpuProcess
 
@@ -46,6 +48,8 @@ NV_REASONS = {0x1: "GPU idle", 0x2: "applications clocks setting", 0x4: "SW powe
               0x10: "sync boost", 0x20: "SW thermal slowdown", 0x40: "HW thermal slowdown",
               0x80: "HW power brake slowdown", 0x100: "display clock setting"}
 WATCH_NVIDIA_QUERY = (*gpu_activity.NVIDIA_QUERY, "power.draw")
+# what `mktemp -d -t` made (in the node's TMPDIR), and nothing a shell could read another way
+_WATCH_DIR = re.compile(r"/[A-Za-z0-9_./-]*/rocm-fleet-watch\.[A-Za-z0-9]{8}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,7 +75,8 @@ class Sighting:
     samples: int
 
     def describe(self) -> str:
-        process = describe(GpuProcess(pid=self.pid, name=self.name, vram_mib=self.vram_mib))
+        name = None if self.name is None else printable(self.name)[:80]     # the node's string: no escapes
+        process = describe(GpuProcess(pid=self.pid, name=name, vram_mib=self.vram_mib))
         return f"gpu{self.gpu} {process} seen {_clock(self.first_t)}-{_clock(self.last_t)} UTC ({self.samples} samples)"
 
 
@@ -257,11 +262,13 @@ class Watcher:
 
     def start(self) -> bool:
         """Put the sampler on the node and start it; False (with `error`) when that failed."""
-        run = self.host.run("mktemp -d /tmp/rocm-fleet-watch.XXXXXXXX")
-        if run.rc != 0:
-            self.error = f"cannot make the watcher's directory on the node: {run.stderr.strip()[:200]}"
+        run = self.host.run("mktemp -d -t rocm-fleet-watch.XXXXXXXX")
+        made = run.stdout.strip()
+        if run.rc != 0 or not _WATCH_DIR.fullmatch(made):
+            self.error = (f"cannot make the watcher's directory on the node: "
+                          f"{printable(run.stderr.strip() or made)[:200]}")
             return False
-        self.directory = run.stdout.strip()
+        self.directory = made
         config = {"interval_s": self.interval_s, "out": f"{self.directory}/samples.jsonl",
                   "stop": f"{self.directory}/stop", "owner_pid": self.owner_pid,
                   "deadline": time.time() + REMOTE_DEADLINE_S, "timeout_s": max(10.0, 5 * self.interval_s),
