@@ -102,7 +102,7 @@ class FakeHost:
         return type("R", (), {"rc": 0, "stdout": self.made, "stderr": ""})()
 
 
-@pytest.mark.parametrize("made", ["/tmp/x; rm -rf /", "/tmp/rocm-fleet-watch.abc$(id)", "", "relative/dir"])
+@pytest.mark.parametrize("made", ["/var/x; rm -rf /", "/var/rocm-fleet-watch.abc$(id)", "", "relative/dir"])
 def test_a_node_that_answers_mktemp_with_something_else_gets_no_watcher(made: str) -> None:
     host = FakeHost(made)
     watcher = gpu_watch.Watcher(host, NVIDIA)
