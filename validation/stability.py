@@ -48,7 +48,7 @@ _RUNS = "20 idle runs, 12 on an H200 and 8 on an H100 (IDLE_RUNS)"
 
 
 class Sampled(Protocol):
-    """What a probe's measurement offers (validation/probes/stats.Measurement)."""
+    """What a probe's measurement offers (Measurement in validation/probes/stats.py)."""
 
     @property
     def values(self) -> tuple[float, ...]: ...
