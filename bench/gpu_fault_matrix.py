@@ -178,7 +178,8 @@ def verdict(case: str, run: dict[str, Any]) -> tuple[bool, str]:
 def idle_phase(out: Path, runs: int) -> list[dict[str, Any]]:
     rows = [quick(out, f"idle-{i}") for i in range(1, runs + 1)]
     rows.append(quick(out, "idle-nowatch", "--watch-interval", "0"))
-    dirs = [str(out / "runs" / f"idle-{i}") for i in range(1, runs + 1)]
+    # every idle run, the watcher-off one too, so that three runs reach a baseline's four nodes
+    dirs = [str(out / "runs" / f"idle-{i}") for i in range(1, runs + 1)] + [str(out / "runs" / "idle-nowatch")]
     done = subprocess.run([sys.executable, "-m", "validation", "baseline", "create", *dirs, "-o",
                            str(out / "baseline.yml"), "--name", "fault-matrix-idle", "--gpu-checks-only"],
                           capture_output=True, text=True, check=False)
