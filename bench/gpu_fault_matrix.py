@@ -137,6 +137,9 @@ def judged_counts(doc: dict[str, Any]) -> dict[str, Any]:
     return judged.of(doc) if doc else {"numbers": 0, "judged": 0, "record_only": 0}
 
 
+KNOWN: dict[str, str] = {}      # code -> why every idle run of this machine fails it (--known CODE=WHY)
+
+
 def verdict(case: str, run: dict[str, Any]) -> tuple[bool, str]:
     """(right, why) for one case's run."""
     doc = run["doc"]
