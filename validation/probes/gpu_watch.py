@@ -19,6 +19,7 @@ its start.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import itertools
 import json
@@ -140,7 +141,8 @@ def window(samples: Sequence[WatchSample], start: float, end: float, *, interval
            owner: Ownership, gpus: Iterable[int] | None = None) -> Window:
     """What the samples taken from one interval before `start` to `end` show about `gpus` (all: None)."""
     wanted = None if gpus is None else set(gpus)
-    inside = [s for s in samples if start - interval_s <= s.t <= end]
+    taken = [s.t for s in samples]             # in the order taken: a run's hours of samples are sliced, not scanned
+    inside = list(samples[bisect.bisect_left(taken, start - interval_s):bisect.bisect_right(taken, end)])
     foreign: dict[tuple[int, int], list[Any]] = {}
     throttled: dict[int, list[Any]] = {}
     capped: dict[int, list[bool]] = {}
