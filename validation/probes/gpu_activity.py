@@ -30,7 +30,7 @@ from typing import Any
 from validation import parsers, runner
 from validation.errors import ParseError, ProbeError, RocmFleetError
 from validation.idle import GpuActivity
-from validation.probes import telemetry
+from validation.probes import telemetry, watch_sampler
 from validation.records import GpuProcess
 from validation.runner import RawRun
 
@@ -247,21 +247,4 @@ def local_run() -> Run:
 
 def own_pids(root: Path = Path("/proc"), me: int | None = None) -> frozenset[int]:
     """This process and every process descended from it (their /proc/<pid>/stat parent chain)."""
-    me = os.getpid() if me is None else me
-    parent: dict[int, int] = {}
-    for entry in root.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()   # the command name may hold spaces and ')'
-        parent[int(entry.name)] = int(fields[1])
-    mine = {me}
-    changed = True
-    while changed:
-        before = len(mine)
-        mine |= {pid for pid, ppid in parent.items() if ppid in mine}
-        changed = len(mine) != before
-    return frozenset(mine)
+    return frozenset(watch_sampler.descendants(os.getpid() if me is None else me, root))

@@ -28,9 +28,10 @@ from pathlib import Path
 TAIL = 20000    # characters of one command's output kept per tick; a view of 8 GPUs is a few KiB
 
 
-def parents() -> dict[int, int]:
+def parents(root: Path = Path("/proc")) -> dict[int, int]:
+    """pid -> parent pid of every process, from /proc/<pid>/stat."""
     out = {}
-    for entry in Path("/proc").iterdir():
+    for entry in root.iterdir():
         if not entry.name.isdigit():
             continue
         try:
@@ -41,10 +42,11 @@ def parents() -> dict[int, int]:
     return out
 
 
-def descendants(owner: int | None) -> set[int]:
+def descendants(owner: int | None, root: Path = Path("/proc")) -> set[int]:
+    """`owner` and every process descended from it; empty without an owner."""
     if owner is None:
         return set()
-    parent = parents()
+    parent = parents(root)
     mine = {owner}
     grew = True
     while grew:
