@@ -107,11 +107,16 @@ class NodeMeasuring:
         their windows and what the watcher saw in them; None when nothing watches this node."""
         self.measured_from = start if self.measured_from is None else self.measured_from
         self.measured_to = end
+        if self.watcher is not None:
+            try:
+                samples = self.watcher.read()
+            except Exception as exc:
+                self.watch_error = f"the watcher could not be read: {str(exc)[:200]}"
+                self.watcher = None
         if self.watcher is None:
             for entry in self.measurements[first:]:
-                entry["watch"] = {"samples": 0, "not_watched": self.watch_error or "no watcher"}
+                entry["watch"] = {"samples": 0, "watched": 0, "not_watched": self.watch_error or "no watcher"}
             return None
-        samples = self.watcher.read()
         interval = self.watcher.interval_s
         previous = start
         marked, numbers = 0, 0

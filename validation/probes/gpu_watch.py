@@ -64,6 +64,11 @@ class WatchSample:
     errors: tuple[str, ...] = ()
     took_s: float | None = None      # how long the views took on the node
 
+    @property
+    def watched(self) -> bool:
+        """Both views were read and understood: this sample can vouch for its moment."""
+        return bool(self.gpus) and not self.errors
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Sighting:
@@ -101,10 +106,12 @@ class Window:
     start: float
     end: float
     samples: int
+    watched: int               # of them, samples whose views were both read and understood
     max_gap_s: float | None
     foreign: tuple[Sighting, ...] = ()
     throttled: tuple[Throttle, ...] = ()
     power_capped_pct: dict[int, float] = field(default_factory=dict)
+    throttle_unspecified: dict[int, int] = field(default_factory=dict)     # "THROTTLED" without a reason
     busy_pct_max: dict[int, float] = field(default_factory=dict)
     power_w_max: dict[int, float] = field(default_factory=dict)
     gfx_clock_min_mhz: dict[int, float] = field(default_factory=dict)
@@ -113,6 +120,7 @@ class Window:
     def to_json(self) -> dict[str, Any]:
         return {
             "from": round(self.start, 3), "to": round(self.end, 3), "samples": self.samples,
+            "watched": self.watched,
             "max_gap_s": None if self.max_gap_s is None else round(self.max_gap_s, 3),
             "foreign_processes": [{"gpu": s.gpu, "pid": s.pid, "name": s.name, "vram_mib": s.vram_mib,
                                    "first_seen": round(s.first_t, 3), "last_seen": round(s.last_t, 3),
@@ -120,6 +128,8 @@ class Window:
             "throttled": [{"gpu": t.gpu, "reasons": list(t.reasons), "first_seen": round(t.first_t, 3),
                            "last_seen": round(t.last_t, 3), "samples": t.samples} for t in self.throttled],
             "power_capped_pct": {f"gpu{g}": v for g, v in sorted(self.power_capped_pct.items())},
+            **({"throttle_status_unspecified": {f"gpu{g}": n for g, n in sorted(self.throttle_unspecified.items())}}
+               if self.throttle_unspecified else {}),
             "busy_pct_max": {f"gpu{g}": v for g, v in sorted(self.busy_pct_max.items())},
             "power_w_max": {f"gpu{g}": v for g, v in sorted(self.power_w_max.items())},
             "gfx_clock_min_mhz": {f"gpu{g}": v for g, v in sorted(self.gfx_clock_min_mhz.items())},
@@ -128,24 +138,37 @@ class Window:
 
 
 def throttle_reasons(sample: telemetry.GpuSample) -> tuple[str, ...]:
-    """The hardware/thermal clock reductions a sample shows, by name; () when none or not reported."""
+    """The hardware/thermal clock reductions a sample names (NVIDIA's clock event reasons); () when
+    none, or when the tool says only "THROTTLED" (AMD's THROTTLE_STATUS also covers the package power
+    limit a loaded GPU runs into, so it is recorded, not judged: `unspecified_throttle`)."""
     if not sample.throttled:
         return ()
     mask = telemetry._mask(sample.throttle_status)
     if mask is None:
-        return (f"throttle status {sample.throttle_status}",)
+        return ()
     return tuple(name for bit, name in NV_REASONS.items() if mask & bit and bit & telemetry.NV_THROTTLE_BITS)
+
+
+def unspecified_throttle(sample: telemetry.GpuSample) -> bool:
+    return bool(sample.throttled) and telemetry._mask(sample.throttle_status) is None
 
 
 def window(samples: Sequence[WatchSample], start: float, end: float, *, interval_s: float,
            owner: Ownership, gpus: Iterable[int] | None = None) -> Window:
-    """What the samples taken from one interval before `start` to `end` show about `gpus` (all: None)."""
+    """What the samples say about `gpus` (all: None) from `start` to `end`: those taken inside, and the
+    last one taken before the start (the state the window began in) where it is at most three
+    intervals old. A sample whose GPU view failed still counts its process view: a process on a GPU
+    the view cannot place is put on every GPU asked about."""
     wanted = None if gpus is None else set(gpus)
     taken = [s.t for s in samples]             # in the order taken: a run's hours of samples are sliced, not scanned
-    inside = list(samples[bisect.bisect_left(taken, start - interval_s):bisect.bisect_right(taken, end)])
+    first, last = bisect.bisect_right(taken, start), bisect.bisect_right(taken, end)
+    inside = list(samples[first:last])
+    if first and start - samples[first - 1].t <= 3 * interval_s:
+        inside.insert(0, samples[first - 1])
     foreign: dict[tuple[int, int], list[Any]] = {}
     throttled: dict[int, list[Any]] = {}
     capped: dict[int, list[bool]] = {}
+    unspecified: dict[int, int] = {}
     busy: dict[int, float] = {}
     power: dict[int, float] = {}
     clock: dict[int, float] = {}
@@ -153,19 +176,25 @@ def window(samples: Sequence[WatchSample], start: float, end: float, *, interval
     for s in inside:
         errors.extend(e for e in s.errors if e not in errors)
         bus_of = {g.gpu: telemetry.normalize_bus_id(g.bus_id) for g in s.gpus}
+        for p in s.processes:
+            if p.pid in s.ours or not owner.is_foreign(p):
+                continue
+            on = [g for g, bus in bus_of.items() if gpu_activity._on_gpu(p, g, bus)] if bus_of else (
+                [p.gpu] if p.gpu is not None else sorted(wanted or {0}))
+            for gpu in on:
+                if wanted is None or gpu in wanted:
+                    seen = foreign.setdefault((gpu, p.pid), [p, s.t, s.t, 0])
+                    seen[2], seen[3] = s.t, seen[3] + 1
         for g in s.gpus:
             if wanted is not None and g.gpu not in wanted:
                 continue
-            for p in s.processes:
-                if p.pid in s.ours or not owner.is_foreign(p) or not gpu_activity._on_gpu(p, g.gpu, bus_of[g.gpu]):
-                    continue
-                seen = foreign.setdefault((g.gpu, p.pid), [p, s.t, s.t, 0])
-                seen[2], seen[3] = s.t, seen[3] + 1
             reasons = throttle_reasons(g)
             if reasons:
                 seen_t = throttled.setdefault(g.gpu, [set(), s.t, s.t, 0])
                 seen_t[0].update(reasons)
                 seen_t[2], seen_t[3] = s.t, seen_t[3] + 1
+            if unspecified_throttle(g):
+                unspecified[g.gpu] = unspecified.get(g.gpu, 0) + 1
             if g.power_capped is not None:
                 capped.setdefault(g.gpu, []).append(g.power_capped)
             if g.util_pct is not None:
@@ -179,13 +208,15 @@ def window(samples: Sequence[WatchSample], start: float, end: float, *, interval
     if times:
         gaps += [max(0.0, times[0] - start), max(0.0, end - times[-1])]
     return Window(
-        start=start, end=end, samples=len(inside), max_gap_s=max(gaps) if gaps else None,
+        start=start, end=end, samples=len(inside), watched=sum(s.watched for s in inside),
+        max_gap_s=max(gaps) if gaps else None,
         foreign=tuple(Sighting(gpu=gpu, pid=pid, name=p.name, vram_mib=p.vram_mib, first_t=a, last_t=b, samples=n)
                       for (gpu, pid), (p, a, b, n) in sorted(foreign.items())),
         throttled=tuple(Throttle(gpu=gpu, reasons=tuple(sorted(r)), first_t=a, last_t=b, samples=n)
                         for gpu, (r, a, b, n) in sorted(throttled.items())),
         power_capped_pct={g: round(100 * statistics.fmean(v), 1) for g, v in capped.items()},
-        busy_pct_max=busy, power_w_max=power, gfx_clock_min_mhz=clock, errors=tuple(errors))
+        throttle_unspecified=unspecified, busy_pct_max=busy, power_w_max=power, gfx_clock_min_mhz=clock,
+        errors=tuple(errors))
 
 
 # --- the views: which commands the sampler runs, and how their outputs are read -----------------
@@ -207,7 +238,8 @@ class Views:
         for key, argv in (("gpus", self.gpus_argv), ("processes", self.processes_argv)):
             view = views.get(key) or {}
             if view.get("rc") != 0:
-                errors.append(f"{shlex.join(argv)}: {view.get('err') or 'exited ' + str(view.get('rc'))}"[:300])
+                why = view.get("err") or f"exited {view.get('rc')}"
+                errors.append(printable(f"{shlex.join(argv)}: {why}")[:300])
         try:
             if (views.get("gpus") or {}).get("rc") == 0:
                 gpus = self.parse_gpus(views["gpus"]["out"])
@@ -215,8 +247,12 @@ class Views:
                 processes = tuple(parsers.parse(self.process_tool, views["processes"]["out"]).processes)
         except (ParseError, RocmFleetError, ValueError, KeyError) as exc:
             errors.append(f"{self.source} view not understood: {exc}"[:300])
+        if tick.get("error"):
+            errors.append(f"the sampler's tick failed: {tick['error']}"[:300])
         tools = frozenset(int(p) for p in tick.get("tool_pids") or ())
-        return WatchSample(t=float(tick["t"]), gpus=gpus,
+        # the moment of the process view (it runs after the GPU view): what a sighting is dated by
+        moment = (views.get("processes") or {}).get("t") or tick["t"]
+        return WatchSample(t=float(moment), gpus=gpus,
                            processes=tuple(p for p in processes if p.pid not in tools | ignore_pids),
                            ours=frozenset(int(p) for p in tick.get("ours") or ()), errors=tuple(errors),
                            took_s=tick.get("took_s"))
@@ -279,11 +315,13 @@ class Watcher:
         marker = f"RF_WATCH_{uuid.uuid4().hex[:12]}"
         script = (f"cat > {self.directory}/sampler.py <<'{marker}'\n{SAMPLER.read_text()}\n{marker}\n"
                   f"cat > {self.directory}/config.json <<'{marker}'\n{json.dumps(config)}\n{marker}\n"
-                  f"cd / && setsid nohup {shlex.quote(self.python)} {self.directory}/sampler.py "
-                  f"{self.directory}/config.json > {self.directory}/sampler.log 2>&1 < /dev/null &")
+                  # the subshell's own output goes to the log too: a shell (bash) that does not exec the
+                  # last command of a list would otherwise hold the connection open until the sampler ends
+                  f"(cd / && exec setsid nohup {shlex.quote(self.python)} {self.directory}/sampler.py "
+                  f"{self.directory}/config.json) > {self.directory}/sampler.log 2>&1 < /dev/null &")
         run = self.host.run(script)
         if run.rc != 0:
-            self.error = f"cannot start the watcher on the node: {run.stderr.strip()[:200]}"
+            self.error = f"cannot start the watcher on the node: {printable(run.stderr.strip())[:200]}"
             return False
         self.started_at = time.time()
         return True
@@ -318,18 +356,25 @@ class Watcher:
             time.sleep(min(0.2, self.interval_s / 4))
 
     def alive(self) -> bool:
+        """The sampler's process (its pid file) is running and has not been told to stop."""
         return self.directory is not None and self.host.run(
-            f"test ! -e {self.directory}/stop && pgrep -f -- {self.directory}/sampler.py").rc == 0
+            f"p=$(cat -- {self.directory}/pid 2>/dev/null) && [ -n \"$p\" ] && kill -0 \"$p\" 2>/dev/null "
+            f"&& test ! -e {self.directory}/stop").rc == 0
 
     def cost(self) -> dict[str, Any]:
         """The sampler's own figures: the interval asked for and achieved, how long the views took."""
         return cost(self.samples, self.interval_s)
 
     def stop(self) -> None:
+        """Read what is left, tell the sampler to stop and wait until it has (a view in progress ends
+        first; past that it is killed), then remove its directory."""
         if self.directory is None:
             return
         self.read()
-        self.host.run(f"touch -- {self.directory}/stop; sleep 0.1; rm -rf -- {self.directory}")
+        wait = int(10 * (max(10.0, 5 * self.interval_s) + 2))
+        self.host.run(f"d={self.directory}; touch -- \"$d/stop\"; p=$(cat -- \"$d/pid\" 2>/dev/null); i=0; "
+                      f"while [ -n \"$p\" ] && kill -0 \"$p\" 2>/dev/null && [ $i -lt {wait} ]; do sleep 0.1; "
+                      f"i=$((i + 1)); done; [ -n \"$p\" ] && kill -9 \"$p\" 2>/dev/null; rm -rf -- \"$d\"")
         self.directory = None
 
 

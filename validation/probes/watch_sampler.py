@@ -25,7 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-TAIL = 20000    # characters of one command's output kept per tick; a view of 8 GPUs is a few KiB
+LIMIT = 4 << 20     # characters of one view kept per tick; a longer one is cut and marked (the reader refuses it)
+STEP_S = 0.1        # how often the stop file and the owner are looked at while waiting for the next tick
 
 
 def parents(root: Path = Path("/proc")) -> dict[int, int]:
@@ -69,18 +70,24 @@ def alive(pid: int | None) -> bool:
 
 
 def run(argv: list[str], timeout_s: float) -> tuple[dict, int | None]:
+    """One view: its start time, exit status and output (undecodable bytes replaced: a process name
+    is anyone's choice, and it must not stop the sampler)."""
+    started = time.time()
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                text=True)
+                                text=True, errors="replace")
     except OSError as exc:
-        return {"rc": None, "out": "", "err": str(exc)}, None
+        return {"t": started, "rc": None, "out": "", "err": str(exc)}, None
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
-        return {"rc": None, "out": out[-TAIL:], "err": f"timed out after {timeout_s:g} s"}, proc.pid
-    return {"rc": proc.returncode, "out": out[-TAIL:], "err": err[-2000:]}, proc.pid
+        return {"t": started, "rc": None, "out": "", "err": f"timed out after {timeout_s:g} s"}, proc.pid
+    view = {"t": started, "rc": proc.returncode, "out": out[:LIMIT], "err": err[-2000:]}
+    if len(out) > LIMIT:
+        view.update(rc=None, err=f"the view is longer than {LIMIT} characters; cut")
+    return view, proc.pid
 
 
 def main(config_path: str) -> int:
@@ -89,20 +96,30 @@ def main(config_path: str) -> int:
     owner = config.get("owner_pid")
     commands = config["commands"]
     stop = Path(config["stop"])
+    deadline = float(config["deadline"])
+    Path(config["out"]).with_name("pid").write_text(f"{os.getpid()}\n")
+
+    def go_on() -> bool:
+        return time.time() < deadline and not stop.exists() and alive(owner)
+
     with Path(config["out"]).open("a") as out:
-        while time.time() < float(config["deadline"]) and not stop.exists() and alive(owner):
+        while go_on():
             start = time.time()
-            ours = descendants(owner)
-            tick: dict = {"t": start, "views": {}, "tool_pids": []}
-            for key, argv in commands.items():
-                tick["views"][key], pid = run(argv, float(config.get("timeout_s", 10)))
-                if pid is not None:
-                    tick["tool_pids"].append(pid)
-            tick["ours"] = sorted((ours | descendants(owner)) - {os.getpid()})
+            try:
+                ours = descendants(owner)
+                tick: dict = {"t": start, "views": {}, "tool_pids": []}
+                for key, argv in commands.items():
+                    tick["views"][key], pid = run(argv, float(config.get("timeout_s", 10)))
+                    if pid is not None:
+                        tick["tool_pids"].append(pid)
+                tick["ours"] = sorted((ours | descendants(owner)) - {os.getpid()})
+            except Exception as exc:
+                tick = {"t": start, "views": {}, "tool_pids": [], "ours": [], "error": repr(exc)[:500]}
             tick["took_s"] = round(time.time() - start, 4)
             out.write(json.dumps(tick) + "\n")
             out.flush()
-            time.sleep(max(0.0, interval - (time.time() - start)))
+            while go_on() and time.time() - start < interval:
+                time.sleep(min(STEP_S, max(0.0, interval - (time.time() - start))))
     return 0
 
 

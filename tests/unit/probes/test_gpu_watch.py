@@ -61,10 +61,12 @@ def test_the_runs_own_processes_and_declared_names_are_not_foreign() -> None:
                             owner=Ownership(ignored_names=frozenset({"python3"}))).foreign == ()
 
 
-def test_a_sample_more_than_one_interval_before_the_window_is_not_its_business() -> None:
-    seen = samples(tick(100.0, BUSY_APPS), tick(102.0))
-    window = gpu_watch.window(seen, 101.5, 103.0, interval_s=1.0, owner=Ownership())
-    assert window.foreign == () and window.samples == 1
+def test_the_state_a_window_began_in_is_the_last_sample_before_it_unless_that_is_stale() -> None:
+    seen = samples(tick(100.0, BUSY_APPS), tick(105.0))
+    recent = gpu_watch.window(seen, 102.0, 106.0, interval_s=1.0, owner=Ownership())
+    assert [s.pid for s in recent.foreign] == [487] and recent.samples == 2
+    stale = gpu_watch.window(seen, 104.5, 106.0, interval_s=1.0, owner=Ownership())
+    assert stale.foreign == () and stale.samples == 1
 
 
 def test_hardware_and_thermal_reductions_are_named_and_the_power_cap_is_not_one() -> None:
@@ -73,15 +75,28 @@ def test_hardware_and_thermal_reductions_are_named_and_the_power_cap_is_not_one(
     amd = telemetry.GpuSample(gpu=0, throttled=True, throttle_status="THROTTLED")
     assert gpu_watch.throttle_reasons(capped) == ()
     assert gpu_watch.throttle_reasons(hot) == ("HW slowdown", "SW thermal slowdown")
-    assert gpu_watch.throttle_reasons(amd) == ("throttle status THROTTLED",)
+    # AMD's THROTTLE_STATUS also covers the package power limit: recorded, not a reduction by name
+    assert gpu_watch.throttle_reasons(amd) == () and gpu_watch.unspecified_throttle(amd)
+    assert not gpu_watch.unspecified_throttle(hot) and not gpu_watch.unspecified_throttle(capped)
 
 
-def test_a_view_that_failed_or_is_hostile_becomes_an_error_not_an_exception() -> None:
+def test_a_view_that_failed_or_is_hostile_becomes_an_error_and_vouches_for_nothing() -> None:
     failed = NVIDIA.parse({"t": 1.0, "views": {"gpus": {"rc": 9, "out": "", "err": "NVML: GPU is lost"},
                                                "processes": {"rc": 0, "out": "garbage\x1b[2J", "err": ""}}})
-    assert failed.gpus == () and any("GPU is lost" in e for e in failed.errors)
+    assert failed.gpus == () and any("GPU is lost" in e for e in failed.errors) and not failed.watched
     window = gpu_watch.window([failed], 0.5, 1.5, interval_s=1.0, owner=Ownership())
-    assert window.errors and window.foreign == ()
+    assert window.errors and window.foreign == () and (window.samples, window.watched) == (1, 0)
+    broken = NVIDIA.parse({"t": 2.0, "views": {}, "tool_pids": [], "ours": [], "error": "UnicodeDecodeError(...)"})
+    assert not broken.watched and "tick failed" in broken.errors[-1]
+
+
+def test_a_process_is_seen_even_when_the_gpu_view_failed() -> None:
+    lost = {"t": 1.0, "views": {"gpus": {"rc": 9, "out": "", "err": "NVML: GPU is lost"},
+                                "processes": {"t": 1.2, "rc": 0, "out": BUSY_APPS, "err": ""}}}
+    window = gpu_watch.window(samples(lost), 0.5, 1.5, interval_s=1.0, owner=Ownership(), gpus=[0])
+    (sighting,) = window.foreign
+    assert (sighting.pid, sighting.first_t) == (487, 1.2)          # dated by the process view's own moment
+    assert window.watched == 0
 
 
 def test_a_hostile_process_name_is_printed_as_text() -> None:
