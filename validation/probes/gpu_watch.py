@@ -43,6 +43,7 @@ from validation.records import GpuProcess
 
 SAMPLER = Path(__file__).with_name("watch_sampler.py")
 DEFAULT_INTERVAL_S = 1.0
+STARTUP_S = 5.0                   # the sampler writes its pid file within this after its start
 REMOTE_DEADLINE_S = 24 * 3600     # a remote sampler's owner is on the controller: it stops by itself after this
 # NVIDIA clock event reasons (nvml.h nvmlClocksEventReason*), named as nvidia-smi -q names them.
 NV_REASONS = {0x1: "GPU idle", 0x2: "applications clocks setting", 0x4: "SW power cap", 0x8: "HW slowdown",
@@ -351,7 +352,10 @@ class Watcher:
         deadline = time.time() + (limit_s if limit_s is not None else 3 * self.interval_s + 5)
         while True:
             samples = self.read()
-            if (samples and samples[-1].t >= moment) or time.time() >= deadline or not self.alive():
+            if (samples and samples[-1].t >= moment) or time.time() >= deadline:
+                return samples
+            # a sampler that is gone will write nothing more (its pid file needs a moment after the start)
+            if time.time() - (self.started_at or 0.0) > STARTUP_S and not self.alive():
                 return samples
             time.sleep(min(0.2, self.interval_s / 4))
 
