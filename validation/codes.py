@@ -167,6 +167,9 @@ CODES: dict[str, str] = {
     "RF-NODE-NO-RESULTS": "The node was targeted but delivered no results: the step that failed follows the "
                           "message where the run saw it (install, disk or timeout; else read the node's lines in the "
                           "play output), fix, and re-run validate.yml --limit NODE.",
+    "RF-RESULTS-CONFLICT": "Two results documents claim the same node, or a document's node name is not a safe "
+                           "name: neither is trusted as that node's results. Find what wrote the second file (a copy "
+                           "left from another run, another tool), remove it, and re-run validate.yml --limit NODE.",
     "RF-PROBE-WRONG-RESULT": "A probe computed a wrong result on the named GPU: drain the node, re-run, and run "
                              "the vendor diagnostics (RVS/AGFHC or dcgmi diag) on that GPU; RMA if it repeats.",
     "RF-PROBE-UNSTABLE": "The probe's own samples on the named GPU scattered beyond its family's bound twice in a "

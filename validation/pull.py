@@ -7,11 +7,11 @@ and its own inventory.
 playbooks/pull.yml copies the bundle to each node, which then runs playbooks/site.yml over a local
 connection, as `ansible-pull` would, so the controller's cost per node is a handful of commands
 however many tasks the roles have. The bundle is content-addressed like the suite's wheelhouse
-(validation/wheelhouse.py): `BUNDLES/<digest>/` holds the checkout's files as git sees them (tracked
-and untracked-but-not-ignored, so an uncommitted change is what the nodes run) in a reproducible
-tar, and the wheel of the ansible-core version this controller runs, so nodes converge with the same
-Ansible. A node's inventory is its own variables as the controller's inventory merges them, its groups,
-and a local connection in place of the controller's way of reaching it.
+(validation/wheelhouse.py): `BUNDLES/<digest>/` (0700, as is BUNDLES) holds the checkout's tracked files
+that a node's run reads (SHIPPED; an uncommitted change to one is what the nodes run, an untracked file
+never ships) in a reproducible tar, and the wheel of the ansible-core version this controller runs, so
+nodes converge with the same Ansible. A node's inventory is its own variables as the controller's
+inventory merges them, its groups, and a local connection in place of the controller's way of reaching it.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from validation import names
 from validation.errors import RocmFleetError
 from validation.multinode.inventory import ansible_inventory_sources
 from validation.wheelhouse import DIGEST_FILE, SOURCE_DATE_EPOCH, build_once
@@ -49,13 +50,20 @@ def ansible_requirement() -> str:
     return f"ansible-core=={importlib.metadata.version('ansible-core')}"
 
 
+# What a node's run of playbooks/site.yml reads (and validation_node's wheel of this package): never the
+# inventories (their variables reach a node only as its own inventory, node_inventory), tests or docs.
+SHIPPED = ("ansible.cfg", "galaxy.yml", "pyproject.toml", "README.md", "collections/", "meta/", "playbooks/",
+           "plugins/", "roles/", "validation/")
+
+
 def checkout_files(root: Path) -> list[str]:
-    """The checkout's files as git sees them: tracked (less the deleted) and untracked-but-not-ignored."""
-    proc = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+    """The checkout's tracked files (as the working tree has them, less the deleted) that a node's run needs
+    (SHIPPED): an untracked file is never shipped, so a secret kept beside the checkout stays there."""
+    proc = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--", *SHIPPED],
                           capture_output=True, check=False)
     if proc.returncode != 0:
         raise PullError(f"{root} is not a git checkout ({proc.stderr.decode(errors='replace').strip()[-200:]}); "
-                        "the nodes get the checkout's files as git lists them")
+                        "the nodes get the checkout's tracked files")
     names = {name for name in proc.stdout.decode().split("\0") if name}
     return sorted(name for name in names if os.path.lexists(root / name))
 
@@ -96,7 +104,7 @@ def write_checkout(root: Path, files: list[str], into: Path) -> None:
 
 def build(root: Path, files: list[str], into: Path, requirement: str) -> None:
     write_checkout(root, files, into)
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(into),
+    proc = subprocess.run([sys.executable, "-P", "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(into),
                            requirement], stdout=2, check=False)      # fd 2: stdout is the JSON line
     if proc.returncode != 0:
         raise PullError(f"pip wheel failed (exit {proc.returncode}) for {requirement}; its output is above")
@@ -147,12 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, required=True, help="where bundles are kept, one per digest")
     parser.add_argument("-i", "--inventory", action="append", default=[], required=True,
                         help="the controller's inventory sources (as ansible-playbook got them)")
-    parser.add_argument("hosts", nargs="+", help="the nodes to write inventories for")
+    parser.add_argument("hosts", nargs="+", help="the nodes to write inventories for (after `--`: they come from "
+                        "the inventory, and a name that starts with '-' must not be read as an option)")
     args = parser.parse_args(argv)
     try:
+        hosts = [names.check_node(host, "an inventory host name") for host in args.hosts]
         path, built = ensure(args.root.resolve(), args.dir.resolve())
         listing = ansible_inventory_sources([str(p) for p in args.inventory])
-        inventories = {host: node_inventory(listing, host) for host in args.hosts}
+        inventories = {host: node_inventory(listing, host) for host in hosts}
     except RocmFleetError as exc:
         print(f"pull: {exc}", file=sys.stderr)
         return 2

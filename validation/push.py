@@ -79,6 +79,14 @@ def read_token(*, env_var: str | None = DEFAULT_TOKEN_ENV, file: Path | None = N
     return value or None
 
 
+class _NoAuth(requests.auth.AuthBase):
+    """No credentials, and none looked up (an auth object stops requests reading ~/.netrc)."""
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers.pop("Authorization", None)
+        return request
+
+
 class _BearerAuth(requests.auth.AuthBase):
     """Sets the Authorization header; given explicitly, it also keeps requests from using URL user info."""
 
@@ -142,7 +150,9 @@ def push_json(url: str, payload: Mapping[str, Any], *, token: str | None = None,
         what = "the bearer token" if token else "the URL's user info"
         raise RocmFleetError(f"push to {shown} would send {what} in clear over plain http; use an https:// URL, "
                              "or pass --push-allow-http if the endpoint is on a network you trust end to end")
-    auth = _BearerAuth(token) if token else None
+    # With no auth of its own, requests would add ~/.netrc's credentials for the host (trust_env): over plain
+    # http they go only where a token may (allow_http), so without it the request carries none.
+    auth = _BearerAuth(token) if token else (_NoAuth() if parts.scheme == "http" and not allow_http else None)
     http = session or requests.Session()
     started = time.monotonic()
     problem = ""

@@ -38,7 +38,7 @@ class SlurmNode:
 
 
 def check_node(name: str) -> str:
-    if not _NODE.match(name):
+    if not _NODE.fullmatch(name):
         raise RocmFleetError(f"{name!r} is not a Slurm node name (letters, digits, '.', '_', '-'; not starting "
                              "with '-'); pass --slurm-node NAME")
     return name

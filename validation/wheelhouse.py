@@ -78,7 +78,8 @@ def build(root: Path, into: Path, requirement: str | None) -> None:
             shutil.copy2(path, copy)
         # pip's output is kept for the error: the playbooks build inside Ansible's own process, where
         # anything written to the terminal would break into the task output (plugins/action/wheelhouse.py)
-        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(into),
+        proc = subprocess.run([sys.executable, "-P", "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir",
+                               str(into),
                                str(source), *([requirement] if requirement else [])],
                               capture_output=True, text=True, errors="replace", check=False, env=env)
         if proc.returncode != 0:
@@ -99,7 +100,8 @@ def build_once(base: Path, name: str, make: Callable[[Path], None],
     Two runs from one checkout take turns (a lock file): the second finds what the first built, and a
     complete directory is never removed while a run may be copying from it. Its name goes into DIGEST."""
     target = base / name
-    base.mkdir(parents=True, exist_ok=True)
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    base.chmod(0o700)                      # what it holds is for this user (and the nodes) only
     with (base / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if is_complete(target):

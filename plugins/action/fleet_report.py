@@ -32,6 +32,13 @@ ARGUMENTS = {
 }
 
 
+def report_argv(args: dict[str, Any]) -> list[str]:
+    """`rocm-fleet report`'s argv; every inventory name as `--option=NAME`, so none is read as an option."""
+    return ["report", args["results"], "--jobs", "1", *(f"--expect={node}" for node in args["expect"]),
+            *(f"--unreachable={node}" for node in args["unreachable"]),
+            *(f"--reason={node}={' '.join(str(why).split())}" for node, why in args["reasons"].items() if why)]
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False      # reads and writes on the controller only
@@ -42,9 +49,7 @@ class ActionModule(ActionBase):
         _, args = self.validate_argument_spec(argument_spec=ARGUMENTS)
         if args["expect"]:    # the run targeted nodes: where none delivered anything, its report says so
             Path(args["results"]).mkdir(parents=True, exist_ok=True)
-        argv = ["report", args["results"], "--jobs", "1", "--expect", *args["expect"],
-                "--unreachable", *args["unreachable"],
-                *(f"--reason={node}={' '.join(str(why).split())}" for node, why in args["reasons"].items() if why)]
+        argv = report_argv(args)
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             rc = cli.main(argv)

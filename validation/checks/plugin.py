@@ -436,7 +436,7 @@ def record(measuring_state: measuring.NodeMeasuring, request: pytest.FixtureRequ
     return add
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
     for measured in session.config.stash.get(_MEASURING, {}).values():
         if measured.watcher is not None:      # the post-flight stops it; a run without one (-k, a crash) here
             measured.watcher.stop()
@@ -444,7 +444,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         state.save()
     for results in session.config.stash.get(RESULTS, {}).values():
         results.doc["judged"] = judged.summarize(results.doc)
-        results.finish()
+        results.finish(complete=exitstatus != pytest.ExitCode.INTERRUPTED)
     book = session.config.stash.get(_PROGRESS, None)
     if book is not None:
         book.close()

@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("acceptance", help="write acceptance reports (per node and batch) from a results directory")
     p.add_argument("results", type=Path, metavar="RESULTS_DIR", help="directory of per-node JSON documents")
     p.add_argument("--out", type=Path, default=None, help="write the reports here (default RESULTS_DIR)")
-    p.add_argument("--expect", metavar="NODE", nargs="*", default=[],
+    p.add_argument("--expect", metavar="NODE", nargs="*", action="extend", default=[],
                    help="nodes that were targeted: one without results is NOT RUN, and the batch fails")
     p.set_defaults(run=run)
 

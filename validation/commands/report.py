@@ -17,6 +17,7 @@ from validation.records import to_jsonable
 from validation.report import fleet_text, forked, render_html, render_terminal
 from validation.report.gather import MAX_JOBS, gather
 from validation.report.load import with_missing
+from validation.report.markdown import printable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,9 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "family: 5 for throughput, 10 for latency; the peers' scatter and the probe's spread can widen it)")
     p.add_argument("--out", type=Path, default=None, help="write report files here (default RESULTS_DIR)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
-    p.add_argument("--expect", metavar="NODE", nargs="*", default=[],
+    p.add_argument("--expect", metavar="NODE", nargs="*", action="extend", default=[],
                    help="nodes that were targeted: one without a results document is reported as a failure")
-    p.add_argument("--unreachable", metavar="NODE", nargs="*", default=[],
+    p.add_argument("--unreachable", metavar="NODE", nargs="*", action="extend", default=[],
                    help="nodes known to have become unreachable during the run (reported as such)")
     p.add_argument("--reason", metavar="NODE=TEXT", action="append", default=[], type=_reason,
                    help="what the run saw of a node that delivered no document (the step that failed and its "
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
             if s.outliers:
                 names = ", ".join(f"{m.node}/{m.subject} {fleet_text.behind(s, gap)}" for m, gap in s.outliers[:5])
                 more = f" and {len(s.outliers) - 5} more" if len(s.outliers) > 5 else ""
-                print(f"behind the {s.sku} batch median on {s.metric}: {names}{more}")
+                print(printable(f"behind the {s.sku} batch median on {s.metric}: {names}{more}"))
         print(f"fleet report: {out / 'fleet.md'} {out / 'fleet.html'} {out / 'fleet-junit.xml'} {out / 'fleet.prom'}")
         if pushed and "error" not in pushed:
             print(f"pushed the summary to {pushed['url']}: HTTP {pushed['status_code']}")

@@ -15,11 +15,14 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from testinfra.utils.ansible_runner import get_ansible_config
 
+from validation import names
 from validation.errors import RocmFleetError
+from validation.multinode.inventory import ansible_inventory_sources, group_hosts
 from validation.report import load_run, render_html, render_terminal
 
 # Hosts checked at once by default. A worker is one Python process (about 60 MB) that mostly waits on
@@ -32,8 +35,9 @@ TIER_EXPR = {"smoke": "smoke", "quick": "smoke or quick", "acceptance": "smoke o
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="run the node checks and write JSON, JUnit and HTML results")
-    p.add_argument("--hosts", default="ansible://gpu_nodes",
-                   help="testinfra host spec: ansible://GROUP (controller) or local:// (on a node)")
+    p.add_argument("--hosts", default=None,
+                   help="testinfra host spec: ansible://GROUP with -i INVENTORY (controller) or local:// (on a node); "
+                   "required")
     p.add_argument("-i", "--inventory", type=Path, default=None, help="Ansible inventory for ansible:// hosts")
     p.add_argument("--tier", choices=list(TIER_EXPR), default="smoke",
                    help="smoke (seconds), quick (minutes), acceptance (hours); each includes the ones before")
@@ -81,15 +85,18 @@ PLUGINS = ("testinfra.plugin", "validation.checks.plugin")
 
 
 def checks_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment pytest runs the checks in: `base` (default this process's) with plugin autoload off."""
-    return {**(os.environ if base is None else base), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    """The environment pytest runs the checks in: `base` (default this process's) with plugin autoload off
+    and the current directory off Python's import path (PYTHONSAFEPATH, for pytest and every Python it
+    starts): health runs as root from wherever a timer or an operator stands, and a `pytest.py` left in a
+    world-writable directory would otherwise run as root."""
+    return {**(os.environ if base is None else base), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONSAFEPATH": "1"}
 
 
 def checks_argv(hosts: str, expr: str, results: Path, *options: str) -> list[str]:
     """pytest over validation/checks for `hosts`, the marker expression `expr`, results into `results`;
     run it in checks_env()."""
     checks = Path(__file__).resolve().parents[1] / "checks"
-    return [sys.executable, "-m", "pytest", *(arg for name in PLUGINS for arg in ("-p", name)),
+    return [sys.executable, "-P", "-m", "pytest", *(arg for name in PLUGINS for arg in ("-p", name)),
             "-c", str(checks / "pytest.ini"), "--rootdir", str(checks), str(checks), f"--hosts={hosts}", "-m", expr,
             f"--rf-results={results}", f"--junitxml={results / 'junit.xml'}", "-o", "junit_family=xunit2", *options]
 
@@ -141,6 +148,11 @@ def parallel_argv(hosts: str, forks: int) -> list[str]:
 
 def check_inputs(args: argparse.Namespace) -> None:
     """Refuse, before anything runs, what cannot give a verdict (exit 2 through the CLI)."""
+    if args.hosts is None:
+        raise RocmFleetError("say which nodes to validate: --hosts ansible://GROUP -i INVENTORY from the controller, "
+                             "or --hosts local:// --spec FILE on a node")
+    if args.node_name is not None:
+        names.check_node(args.node_name, "--node-name")
     if not args.hosts.startswith("ansible://") and args.spec is None:
         raise RocmFleetError(f"validating {args.hosts} needs the node's declared state: pass --spec FILE, written by "
                              "`rocm-fleet spec -i INVENTORY HOST > FILE` (or the /etc/rocm-fleet/spec.yml that "
@@ -151,6 +163,51 @@ def check_inputs(args: argparse.Namespace) -> None:
             raise RocmFleetError(f"{what} {path}: no such file")
     if args.hosts.startswith("ansible://") and args.inventory is not None and not args.inventory.exists():
         raise RocmFleetError(f"--inventory {args.inventory}: no such file or directory")
+    if args.hosts.startswith("ansible://"):
+        check_ansible_hosts(args.hosts.removeprefix("ansible://"), args.inventory)
+
+
+ANSIBLE_PATTERN_SYNTAX = frozenset("*?[]~!&:,")
+
+
+def check_ansible_hosts(pattern: str, inventory: Path | None) -> list[str]:
+    """The inventory's hosts that `ansible://PATTERN` names, read once before pytest starts: a group or
+    host the inventory does not have is one line with its groups (not pytest's INTERNALERROR and an empty
+    report), and every host's name, ansible_host and ansible_user is checked, since testinfra hands them
+    to ssh as words of its command line."""
+    pattern = pattern.split("?", 1)[0]               # testinfra's ?force_ansible=... options
+    where = str(inventory) if inventory else f"the inventory ansible.cfg names ({_configured_inventory()})"
+    try:
+        listing = ansible_inventory_sources([str(inventory)] if inventory else [])
+    except RocmFleetError as exc:
+        raise RocmFleetError(f"--hosts ansible://{pattern}: {exc}") from None
+    hostvars = listing.get("_meta", {}).get("hostvars", {})
+    every = list(dict.fromkeys([*hostvars, *(h for doc in listing.values() if isinstance(doc, dict)
+                                             for h in doc.get("hosts", []))]))
+    if ANSIBLE_PATTERN_SYNTAX & set(pattern) or pattern == "all":
+        hosts = every                                 # a host pattern: ansible resolves it; check them all
+    elif pattern in listing:
+        hosts = group_hosts(listing, pattern)
+    elif pattern in every:
+        hosts = [pattern]
+    else:
+        groups = ", ".join(sorted(g for g in listing if g not in ("_meta", "all", "ungrouped"))) or "none"
+        raise RocmFleetError(f"--hosts ansible://{pattern}: no group or host {pattern!r} in {where} (its groups: "
+                             f"{groups}){'' if inventory else '; pass -i INVENTORY'}")
+    if not hosts:
+        raise RocmFleetError(f"--hosts ansible://{pattern}: the group has no hosts in {where}")
+    for host in hosts:
+        names.check_node(host, f"inventory host {host!r}")
+        own = hostvars.get(host, {})
+        if "ansible_host" in own:
+            names.check_host(own["ansible_host"], f"{host}'s ansible_host")
+        if "ansible_user" in own:
+            names.check_user(own["ansible_user"], f"{host}'s ansible_user")
+    return hosts
+
+
+def _configured_inventory() -> str:
+    return get_ansible_config().get("defaults", "inventory", fallback="/etc/ansible/hosts")
 
 
 def reuse_ssh_connections() -> str | None:
@@ -170,6 +227,19 @@ def reuse_ssh_connections() -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (systemd, Slurm, `kill`) stops the run as Ctrl-C does: a KeyboardInterrupt carrying the signal."""
+    def interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum))
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _run_pytest(argv: list[str], env: dict[str, str], timeout_s: int) -> int:
     """pytest's exit code. pytest runs in its own process group, so that on timeout it and every
     process it started (pytest-xdist workers, ssh) are stopped together: TERM, then KILL; the run
@@ -183,8 +253,19 @@ def _run_pytest(argv: list[str], env: dict[str, str], timeout_s: int) -> int:
         _stop_group(proc, (signal.SIGTERM, signal.SIGKILL))
         return 1
     except KeyboardInterrupt:
-        _stop_group(proc, (signal.SIGINT, signal.SIGTERM, signal.SIGKILL))
+        with _ignoring_interrupts():             # a second Ctrl-C must not leave the checks running
+            _stop_group(proc, (signal.SIGINT, signal.SIGTERM, signal.SIGKILL))
         raise
+
+
+@contextlib.contextmanager
+def _ignoring_interrupts() -> Iterator[None]:
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _stop_group(proc: subprocess.Popen, signals: tuple[signal.Signals, ...], grace_s: float = 10.0) -> None:
@@ -209,11 +290,20 @@ def run(args: argparse.Namespace) -> int:
         print(warning, file=sys.stderr)
     # testinfra's ansible backend calls ansible-inventory: find it beside this interpreter first
     env = checks_env({**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"})
-    rc = _run_pytest(argv, env, args.timeout)
+    stopped = None
+    with _terminate_as_interrupt():
+        try:
+            rc = _run_pytest(argv, env, args.timeout)
+        except KeyboardInterrupt as exc:        # Ctrl-C or SIGTERM: the checks were stopped, what they wrote stays
+            stopped, rc = (exc.args[0] if exc.args else signal.SIGINT), 1
     nodes = load_run(results)
     (results / "report.html").write_text(render_html(nodes, title=f"rocm-fleet {args.tier} validation"))
     print(render_terminal(nodes))
     print(f"results: {results}\nreport:  {results / 'report.html'}")
+    if stopped is not None:
+        print(f"rocm-fleet: validation interrupted ({signal.Signals(stopped).name}); the partial results are kept and "
+              "marked incomplete", file=sys.stderr)
+        return 128 + int(stopped)
     if rc not in (0, 1) and not nodes:
         return 2
     statuses = [c["status"] for n in nodes for c in n["checks"]]

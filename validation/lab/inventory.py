@@ -34,7 +34,7 @@ class MirrorFacts:
 
 
 def check_name(name: str) -> str:
-    if not NAME_RE.match(name):
+    if not NAME_RE.fullmatch(name):
         raise LabError(f"lab name {name!r} is not usable as a host name prefix; "
                        "use lower-case letters, digits and '-', starting with a letter (max 31)")
     return name

@@ -40,7 +40,7 @@ def check_sources(sources: Iterable[str]) -> list[str]:
     """The from= patterns, sorted and unique; ClusterError naming mpi_launcher_ssh_from when one is not an
     address, CIDR block or wildcard, or when there are none."""
     found = sorted({str(s).strip() for s in sources})
-    bad = [s for s in found if not SOURCE_RE.match(s)]
+    bad = [s for s in found if not SOURCE_RE.fullmatch(s)]
     if bad:
         raise ClusterError(f"mpi_launcher_ssh_from holds {bad}; give addresses, CIDR blocks (10.1.0.0/16) or sshd "
                            "wildcards (10.1.*): sshd does not match host names in from= unless UseDNS is on")
@@ -53,7 +53,7 @@ def check_sources(sources: Iterable[str]) -> list[str]:
 def authorized_key_line(public_key: str, sources: Iterable[str]) -> str:
     """`from="a,b",restrict <type> <key> <comment>` for the cluster's public key."""
     key = " ".join(public_key.split())
-    if not KEY_RE.match(key):
+    if not KEY_RE.fullmatch(key):
         raise ClusterError("the cluster public key is not one 'type base64 comment' line; delete the controller's "
                            "key pair (mpi_launcher_controller_key_dir) and run the role again to make a new one")
     return f'from="{",".join(check_sources(sources))}",{OPTIONS} {key}'

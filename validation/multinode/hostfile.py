@@ -14,7 +14,7 @@ def _check(nodes: Sequence[str]) -> list[str]:
     names = list(nodes)
     if not names:
         raise ClusterError("no nodes: a hostfile needs at least one node")
-    bad = [n for n in names if not _NAME.match(n)]
+    bad = [n for n in names if not _NAME.fullmatch(n)]
     if bad:
         raise ClusterError(f"node names {bad} cannot go into a hostfile; use host names "
                            "(letters, digits, '.', '_', '-')")

@@ -31,10 +31,10 @@ _MARKER = re.compile(r"^[A-Za-z0-9-]{6,64}$")
 def job_env(spec: ClusterSpec, marker: str) -> list[tuple[str, str]]:
     """Every variable a rank gets, sorted by name; NCCL_SOCKET_IFNAME from the socket interface
     unless the env declares it itself."""
-    if not _MARKER.match(marker):
+    if not _MARKER.fullmatch(marker):
         raise ClusterError(f"job marker {marker!r} must be 6-64 letters, digits or '-'")
     env = dict(spec.env)
-    bad = [k for k in env if not _ENV_NAME.match(k)]
+    bad = [k for k in env if not _ENV_NAME.fullmatch(k)]
     if bad:
         raise ClusterError(f"environment variable names {bad} are not valid; fix env_profiles_* / mpi_launcher_env")
     if spec.socket_ifname and "NCCL_SOCKET_IFNAME" not in env:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from validation import names
 from validation.errors import RocmFleetError
+from validation.names import HOST_RE, USER_RE
 
 MPIRUN = "mpirun"
 SRUN = "srun"
@@ -19,8 +21,6 @@ class ClusterError(RocmFleetError):
 # Inventory values that end up as words of ssh, mpirun, srun or ib_write_bw command lines. A value
 # that starts with '-' would be read as an option, one with a space or a newline would split or
 # end an ssh_config line: refuse them where the inventory is read, and again where argv is built.
-HOST_RE = re.compile(r"^[A-Za-z0-9_:\[][A-Za-z0-9_.:%\[\]-]*$")  # name, IPv4, IPv6 (zone index)
-USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\$?$")         # POSIX-ish account name
 PROGRAM_RE = re.compile(r"^[A-Za-z0-9_./+][A-Za-z0-9_./+-]*$")   # an executable name or path, no '='
 PATH_RE = re.compile(r"^/[A-Za-z0-9_./+-]*$")                     # an absolute path without spaces
 MCA_RE = re.compile(r"^[A-Za-z0-9_]+$")
@@ -29,7 +29,7 @@ IFNAME_RE = re.compile(r"^([A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*)?$")
 
 def check_word(value: str, pattern: re.Pattern[str], what: str, hint: str) -> str:
     """value, when it matches pattern; else ClusterError naming `what` (the inventory variable)."""
-    if not pattern.match(value):
+    if not names.matches(value, pattern):      # whole: `$` alone lets a trailing newline through
         raise ClusterError(f"{what} is {value!r}, which is not {hint}; a leading '-', spaces, newlines and "
                            "quotes are refused because the value becomes a word of a command line")
     return value

@@ -249,7 +249,7 @@ def split_rail(rail: str) -> tuple[str, int]:
     """Rail "mlx5_0:1" -> ("mlx5_0", 1); a bare device means port 1. The device becomes a word of the
     ib_write_bw command line, so it must be a device name (no leading '-', no spaces)."""
     device, _, port = rail.partition(":")
-    if not _DEVICE.match(device) or (port and not port.isdigit()):
+    if not _DEVICE.fullmatch(device) or (port and not port.isdigit()):
         raise ValueError(f"rail {rail!r} is not DEVICE[:PORT] (e.g. mlx5_0:1)")
     return device, int(port) if port else 1
 
@@ -262,7 +262,7 @@ def rail_pair_argv(rail: str, server_host: str, *, gid_index: int | None = None,
     The client adds the server's address last. `gid_index` is needed on RoCE and left out on IB.
     """
     device, port = split_rail(rail)
-    if size_bytes < 1 or duration_s < 1 or qps < 1 or not 0 < tcp_port < 65536 or not HOST_RE.match(server_host):
+    if size_bytes < 1 or duration_s < 1 or qps < 1 or not 0 < tcp_port < 65536 or not HOST_RE.fullmatch(server_host):
         raise ValueError(f"need size_bytes, duration_s, qps >= 1, a TCP port and a server host name or address; "
                          f"got {size_bytes}, {duration_s}, {qps}, {tcp_port}, {server_host!r}")
     common = (binary, "-d", device, "-i", str(port), *(("-x", str(gid_index)) if gid_index is not None else ()),

@@ -9,7 +9,7 @@ from typing import Any
 
 from validation.records import FAILING
 from validation.report.load import node_status
-from validation.report.markdown import cell
+from validation.report.markdown import node_cell
 
 IDENTITY = (("system", "system_product"), ("BIOS", "bios_version"), ("kernel", "kernel"),
             ("ROCm", "rocm_version"), ("amdgpu driver", "amdgpu_driver_version"),
@@ -45,7 +45,7 @@ def gpu_serials(node: dict[str, Any]) -> list[str]:
 
 
 def _cell(value: Any) -> str:
-    return cell(value, empty="—")
+    return node_cell(value, empty="—")
 
 
 def node_markdown(node: dict[str, Any]) -> str:
@@ -60,11 +60,11 @@ def node_markdown(node: dict[str, Any]) -> str:
               f"| GPU firmware recorded | {'yes' if prov.get('gpu_firmware') else 'no'} |", ""]
     failures = [c for c in node.get("checks", []) if c["status"] in FAILING]
     lines += ["## Failures", ""]
-    lines += [f"- **{c['name']}** `{c.get('code') or ''}` {c.get('message') or ''} — what to do: {c.get('hint') or ''}"
-              for c in failures] or ["None."]
+    lines += [f"- **{_cell(c['name'])}** `{node_cell(c.get('code'))}` {node_cell(c.get('message'))} — what to do: "
+              f"{node_cell(c.get('hint'))}" for c in failures] or ["None."]
     lines += ["", "## Measurements", "", "| metric | subject | value | unit | verdict |", "|---|---|---|---|---|"]
-    lines += [f"| {m['metric']} | {m.get('subject', 'node')} | {_cell(m.get('value'))} | {_cell(m.get('unit'))} | "
-              f"{m.get('status', '')} |" for m in node.get("measurements", [])]
+    lines += [f"| {_cell(m['metric'])} | {_cell(m.get('subject', 'node'))} | {_cell(m.get('value'))} | "
+              f"{_cell(m.get('unit'))} | {node_cell(m.get('status'))} |" for m in node.get("measurements", [])]
     return "\n".join(lines) + "\n"
 
 

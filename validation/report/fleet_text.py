@@ -16,7 +16,7 @@ from xml.etree import ElementTree as ET
 from validation.fleet import Delta, MetricSummary
 from validation.records import FAILING
 from validation.report.load import node_status
-from validation.report.markdown import cell as _cell
+from validation.report.markdown import node_cell as _cell
 
 # dict.get as a plain callable for map(): C speed over a million entries, and typed as such for mypy
 _dict_get = cast("Callable[..., Any]", dict.get)
@@ -39,17 +39,18 @@ def markdown(nodes: list[dict[str, Any]], summaries: list[MetricSummary]) -> str
                   "| metric | SKU | unit | members | p50 | min | max | behind the batch median |",
                   "|---|---|---|---|---|---|---|---|"]
         for s in summaries:
-            named = ", ".join(f"{m.node}/{m.subject} {behind(s, gap)}" for m, gap in s.outliers[:10])
+            named = ", ".join(f"{_cell(m.node)}/{_cell(m.subject)} {behind(s, gap)}" for m, gap in s.outliers[:10])
             more = f" and {len(s.outliers) - 10} more" if len(s.outliers) > 10 else ""
             verdict = f"{named}{more}" or ("none" if s.judged == "judged" else _cell(s.judged))
-            lines.append(f"| {s.metric} | {s.sku} | {s.unit} | {s.count} | {s.p50:.4g} | {s.minimum:.4g} | "
+            lines.append(f"| {_cell(s.metric)} | {_cell(s.sku)} | {_cell(s.unit)} | {s.count} "
+                         f"| {s.p50:.4g} | {s.minimum:.4g} | "
                          f"{s.maximum:.4g} | {verdict} |")
     failures = [(node["host"], c) for node in nodes for c in node["checks"]
                 if c["status"] in FAILING]
     if failures:
         lines += ["", "## Failures", "", "| node | check | code | found | what to do |", "|---|---|---|---|---|"]
-        lines += [f"| {host} | {c.get('name') or c['id']} | {c.get('code') or ''} | {_cell(c.get('message'))} | "
-                  f"{_cell(c.get('hint'))} |" for host, c in failures]
+        lines += [f"| {host} | {_cell(c.get('name') or c['id'])} | {_cell(c.get('code'))} | "
+                  f"{_cell(c.get('message'))} | {_cell(c.get('hint'))} |" for host, c in failures]
     return "\n".join(lines) + "\n"
 
 

@@ -31,7 +31,7 @@ from validation import judged, peers
 from validation.errors import RocmFleetError
 from validation.report.fleet_text import MeasurementSpool
 from validation.report.html import DETAIL_NODES
-from validation.report.load import ResultsDocumentError, read_node_document
+from validation.report.load import claimed, conflict, read_node_document
 
 PARALLEL_MIN_FILES = 256   # fewer files are read in this process: a worker costs more than it saves
 MAX_JOBS = 8               # past this the joining and the report's rendering, not the reading, take the time
@@ -42,6 +42,7 @@ class Gathered:
     """What a fleet report keeps of a results directory."""
 
     nodes: list[dict[str, Any]]          # in file order
+    sources: dict[str, Path]             # host -> the file its document was read from
     batch: peers.Batch
     spool: MeasurementSpool
     jobs: int                            # the processes that read them (1 for a small run)
@@ -89,9 +90,19 @@ def gather(directory: Path, *, jobs: int | None = None) -> Iterator[Gathered]:
                 parts = [_read_part(*chunks[0]), *others]
         gathered = _join(parts, jobs)
         if jobs > 1 and len(gathered.nodes) <= DETAIL_NODES:      # rare: mostly progress files; read in full
-            by_host = {doc["host"]: path for part in parts for path, doc in part.docs}
-            gathered.nodes = [read_node_document(by_host[doc["host"]]) for doc in gathered.nodes]  # type: ignore[misc]
+            gathered.nodes = [_in_full(doc, gathered.sources[doc["host"]]) for doc in gathered.nodes]
         yield gathered
+
+
+def _in_full(doc: dict[str, Any], path: Path) -> dict[str, Any]:
+    """`doc` read again whole, keeping what the join added (a conflict); a stand-in stays as it is."""
+    if doc.get("missing"):
+        return doc
+    full = read_node_document(path)
+    assert full is not None
+    full["checks"] += [c for c in doc["checks"] if c.get("id") == "results_conflict"]
+    full["complete"] = doc.get("complete", False) and full.get("complete", False)
+    return full
 
 
 def _context() -> Any:
@@ -140,17 +151,18 @@ def _join(parts: list[_Part], jobs: int) -> Gathered:
     first = parts[0]
     nodes: list[dict[str, Any]] = []
     seen: dict[str, Path] = {}
+    kept: dict[str, dict[str, Any]] = {}
     for part in parts:
         for path, doc in part.docs:
-            host = doc["host"]
-            if host in seen:
-                raise ResultsDocumentError(f"{path}: host {host!r} already has a document ({seen[host].name}); "
-                                           "keep one document per node in a results directory")
-            seen[host] = path
-            nodes.append(doc)
+            own = claimed(path, doc, seen)
+            if own is None:            # the node fails; the second document's numbers may stay in the batch
+                conflict(kept[doc["host"]], seen[doc["host"]], path)
+                continue
+            kept[own["host"]] = own
+            nodes.append(own)
         if part.error is not None:
             raise part.error
         if part is not first:
             first.batch.extend(part.batch)
             first.spool.extend(part.spool)
-    return Gathered(nodes=nodes, batch=first.batch, spool=first.spool, jobs=jobs)
+    return Gathered(nodes=nodes, sources=seen, batch=first.batch, spool=first.spool, jobs=jobs)

@@ -15,13 +15,14 @@ report can keep what it needs of each and let the rest go.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from validation import inputs
+from validation import inputs, names
 from validation.codes import CODES
 from validation.errors import RocmFleetError
 from validation.report.schema_check import Check, compile_schema
@@ -110,16 +111,54 @@ def iter_run(directory: Path, *, max_input_mb: float | None = None) -> Iterator[
     if not directory.is_dir():
         raise RocmFleetError(f"{directory} is not a directory of results documents")
     seen: dict[str, Path] = {}
+    kept: dict[str, dict[str, Any]] = {}
     for path in sorted(directory.glob("*.json")):
         doc = read_node_document(path, max_input_mb=max_input_mb)
         if doc is None:
             continue
-        host = doc["host"]
-        if host in seen:
-            raise ResultsDocumentError(f"{path}: host {host!r} already has a document ({seen[host].name}); "
-                                       "keep one document per node in a results directory")
-        seen[host] = path
-        yield doc
+        own = claimed(path, doc, seen)
+        if own is None:
+            conflict(kept[doc["host"]], seen[doc["host"]], path)
+            continue
+        kept[own["host"]] = own
+        yield own
+
+
+def claimed(path: Path, doc: dict[str, Any], seen: dict[str, Path]) -> dict[str, Any] | None:
+    """`doc` when the node it names is a safe name no earlier document claimed (recorded in `seen`);
+    else None for a node an earlier document claimed (the caller fails that one: `conflict`), or a failing
+    stand-in named after the file name's digest for a name that is not safe to use.
+    One bad document never hides the rest of the run's report."""
+    host = doc["host"]
+    if not names.matches(host, names.NODE_RE):
+        stand_in = "unnamed-" + hashlib.sha256(path.name.encode()).hexdigest()[:8]
+        seen[stand_in] = path
+        return stand_in_document(stand_in, "RF-RESULTS-CONFLICT",
+                                 f"{path.name!a} names its node {ascii(host)[:80]}, which is not a node name "
+                                 "(letters, digits, '.', '_', ':', '-'); its results are not read")
+    if host in seen:
+        return None
+    seen[host] = path
+    return doc
+
+
+def conflict(doc: dict[str, Any], first: Path, second: Path) -> None:
+    """The node of `doc` (read from `first`) is claimed again by `second`: it fails, incomplete."""
+    host = doc["host"]
+    doc["checks"].append(stand_in_document(host, "RF-RESULTS-CONFLICT", f"{second.name!a} also claims to be "
+                                           f"node {host}, beside {first.name!a}; the node's results cannot be "
+                                           "trusted")["checks"][0] | {"id": "results_conflict",
+                                                                      "name": "results_conflict"})
+    doc["complete"] = False
+
+
+def stand_in_document(host: str, code: str, message: str) -> dict[str, Any]:
+    """A failing document for a node whose results could not be used: the failure is named in every format."""
+    return {"schema_version": 1, "host": host, "tier": None, "started_at": None, "finished_at": None,
+            "complete": False, "missing": True, "provenance": {}, "measurements": [],
+            "checks": [{"id": "results_delivered", "name": "results_delivered", "tier": None, "needs_gpu": False,
+                        "status": "error", "code": code, "message": message, "hint": CODES[code],
+                        "duration_s": 0.0}]}
 
 
 MISSING = {  # why a targeted node has no document -> (code, what was seen)
@@ -136,16 +175,13 @@ def with_missing(nodes: list[dict[str, Any]], expected: list[str], unreachable: 
     present = {n["host"] for n in nodes}
     stand_ins = []
     for host in dict.fromkeys([*expected, *unreachable]):
+        names.check_node(host, "an expected node's name")
         if host in present:
             continue
         code, message = MISSING["unreachable" if host in unreachable else "no-results"]
         if reasons and reasons.get(host):
             message = f"{message}: {reasons[host]}"
-        stand_ins.append({"schema_version": 1, "host": host, "tier": None, "started_at": None, "finished_at": None,
-                          "complete": False, "missing": True, "provenance": {}, "measurements": [],
-                          "checks": [{"id": "results_delivered", "name": "results_delivered", "tier": None,
-                                      "needs_gpu": False, "status": "error", "code": code, "message": message,
-                                      "hint": CODES[code], "duration_s": 0.0}]})
+        stand_ins.append(stand_in_document(host, code, message))
     return sorted([*nodes, *stand_ins], key=lambda n: n["host"])
 
 

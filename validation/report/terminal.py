@@ -12,6 +12,7 @@ from typing import Any
 
 from validation import judged
 from validation.report.load import node_status
+from validation.report.markdown import printable
 from validation.report.scaling import render_scaling_text
 from validation.report.summary import expected_on_lab_host
 from validation.results import catalog
@@ -46,7 +47,7 @@ def render_terminal(nodes: list[dict[str, Any]], *, columns: int | None = None) 
     scaling = render_scaling_text(nodes)
     if scaling:
         lines += ["", scaling]
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 def failure_lines(node: dict[str, Any], check: dict[str, Any], columns: int) -> list[str]:

@@ -48,14 +48,20 @@ class NodeResults:
         self.doc["measurements"].append(entry)
         self.write()
 
-    def finish(self) -> None:
+    def finish(self, *, complete: bool = True) -> None:
+        """The session ended: normally (complete), or interrupted (Ctrl-C, SIGTERM), when what is here is
+        a part of the run and says so."""
         self.doc["finished_at"] = now()
-        self.doc["complete"] = True
+        self.doc["complete"] = complete
         self.write()
 
     def write(self) -> None:
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(self.doc, handle, indent=2, default=str)
-            handle.write("\n")
-        Path(tmp).replace(self.path)
+        try:
+            with os.fdopen(fd, "w") as handle:
+                json.dump(self.doc, handle, indent=2, default=str)
+                handle.write("\n")
+            Path(tmp).replace(self.path)
+        except BaseException:          # Ctrl-C in the middle of a write: the last whole document stays
+            Path(tmp).unlink(missing_ok=True)
+            raise

@@ -24,36 +24,54 @@ def git_checkout(tmp_path: Path) -> Path:
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     (root / ".gitignore").write_text(".ansible/\n")
     (root / "playbooks" / "site.yml").write_text("---\n")
-    (root / "run.sh").write_text("#!/bin/sh\n")
-    (root / "run.sh").chmod(0o755)
-    (root / "gone.yml").write_text("x\n")
+    (root / "playbooks" / "run.sh").write_text("#!/bin/sh\n")
+    (root / "playbooks" / "run.sh").chmod(0o755)
+    (root / "playbooks" / "gone.yml").write_text("x\n")
     (root / "collections").mkdir()
     (root / "collections" / "fleet").symlink_to("..")
+    (root / "inventories" / "prod").mkdir(parents=True)
+    (root / "inventories" / "prod" / "hosts.yml").write_text("all: {}\n")        # tracked, never shipped
+    (root / "tests").mkdir()
+    (root / "tests" / "test_x.py").write_text("\n")                             # tracked, not for a node
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(root), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "x"],
                    check=True)
-    (root / "gone.yml").unlink()                              # deleted, not yet committed
-    (root / "new.yml").write_text("uncommitted\n")            # untracked, not ignored
+    (root / "playbooks" / "gone.yml").unlink()                # deleted, not yet committed
+    (root / "playbooks" / "new.yml").write_text("uncommitted\n")     # untracked, not ignored: not shipped
+    for secret in ("inventories/prod/group_vars/all.yml", "playbooks/token"):  # what the issue saw shipped
+        (root / secret).parent.mkdir(parents=True, exist_ok=True)
+        (root / secret).write_text("vault_token: s3cr3t\n")
+        (root / secret).chmod(0o600)
     (root / ".ansible").mkdir()
     (root / ".ansible" / "facts").write_text("cache\n")       # ignored
     return root
 
 
-def test_the_bundle_holds_the_checkout_as_git_sees_it_and_is_the_same_bytes_twice(tmp_path: Path) -> None:
+def test_the_bundle_holds_the_tracked_files_a_node_runs_and_is_the_same_bytes_twice(tmp_path: Path) -> None:
     root = git_checkout(tmp_path)
     files = pull.checkout_files(root)
-    assert files == [".gitignore", "collections/fleet", "new.yml", "playbooks/site.yml", "run.sh"]
+    assert files == ["collections/fleet", "playbooks/run.sh", "playbooks/site.yml"]
     for out in ("one", "two"):
         (tmp_path / out).mkdir()
         pull.write_checkout(root, files, tmp_path / out)
-        os.utime(root / "new.yml", (1, 1))                    # the clock never reaches the bytes
+        os.utime(root / "playbooks" / "site.yml", (1, 1))     # the clock never reaches the bytes
     one, two = ((tmp_path / out / pull.CHECKOUT).read_bytes() for out in ("one", "two"))
     assert hashlib.sha256(one).digest() == hashlib.sha256(two).digest()
     with tarfile.open(fileobj=io.BytesIO(gzip.decompress(one))) as tar:
         members = {m.name: m for m in tar.getmembers()}
-    assert members["run.sh"].mode == 0o755 and members["new.yml"].mode == 0o644
+    assert members["playbooks/run.sh"].mode == 0o755 and members["playbooks/site.yml"].mode == 0o644
     assert members["collections/fleet"].issym() and members["collections/fleet"].linkname == ".."
     assert {m.uid for m in members.values()} == {0}
+
+
+def test_the_bundles_directories_are_the_controller_users_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = git_checkout(tmp_path)
+    monkeypatch.setattr(pull, "build", lambda root, files, into, requirement: pull.write_checkout(root, files, into))
+    monkeypatch.setattr(pull, "complete", lambda target: (target / pull.CHECKOUT).is_file())
+    base = tmp_path / "bundles"
+    base.mkdir(mode=0o755)
+    path, built = pull.ensure(root, base)
+    assert built and base.stat().st_mode & 0o777 == 0o700 and path.stat().st_mode & 0o777 == 0o700
 
 
 def test_the_digest_follows_contents_executable_bits_links_and_the_ansible_pin(tmp_path: Path) -> None:
@@ -64,13 +82,15 @@ def test_the_digest_follows_contents_executable_bits_links_and_the_ansible_pin(t
 
     first = now()
     assert now("ansible-core==2.19.15") != first
-    (root / "run.sh").chmod(0o644)
+    run = root / "playbooks" / "run.sh"
+    run.chmod(0o644)
     assert now() != first
-    (root / "run.sh").chmod(0o755)
+    run.chmod(0o755)
     assert now() == first
     (root / ".ansible" / "facts").write_text("other cache\n")        # ignored files are not the checkout
+    (root / "playbooks" / "new.yml").write_text("changed\n")          # untracked: not the nodes' business
     assert now() == first
-    (root / "new.yml").write_text("changed\n")
+    (root / "playbooks" / "site.yml").write_text("--- # changed, not committed\n")
     assert now() != first
 
 

@@ -64,7 +64,10 @@ def test_throughput_is_recorded_per_window_covering_the_whole_run():
     assert 2 <= len(g.windows) <= 3
     assert g.windows[0].start_s == 0.0 and g.windows[-1].end_s == pytest.approx(g.seconds, abs=0.01)
     assert sum(w.iterations for w in g.windows) == g.iterations
-    assert g.sustained_ratio == pytest.approx(g.windows[-1].tflops / g.windows[0].tflops, rel=1e-5)
+    if g.windows[0].tflops > 0:
+        assert g.sustained_ratio == pytest.approx(g.windows[-1].tflops / g.windows[0].tflops, rel=1e-5)
+    else:               # a loaded machine can finish no batch in a 0.2 s window: no ratio, never a division by 0
+        assert g.sustained_ratio is None
 
 
 def test_a_first_result_off_the_float64_reference_counts_as_wrong():

@@ -92,11 +92,25 @@ def test_bytes_that_are_not_utf8_are_an_error_not_a_traceback(tmp_path: Path,
     assert "node01.json: not UTF-8 text (byte 0xff at offset 40)" in err
 
 
-def test_two_documents_for_one_host_are_refused(tmp_path: Path) -> None:
+def test_a_second_document_for_one_host_fails_that_node_and_the_rest_is_read(tmp_path: Path) -> None:
+    """Issue 32: one document claiming another node's name aborted the whole report (no HTML, Prometheus or
+    JUnit); now the node it claims fails RF-RESULTS-CONFLICT, incomplete, and every other node is read."""
     write(tmp_path, "a.json", node("node01"))
     write(tmp_path, "b.json", node("node01"))
-    with pytest.raises(ResultsDocumentError, match=r"b\.json: host 'node01' already has a document"):
-        load_run(tmp_path)
+    write(tmp_path, "c.json", node("node02"))
+    docs = load_run(tmp_path)
+    assert [d["host"] for d in docs] == ["node01", "node02"]
+    (conflict,) = [c for c in docs[0]["checks"] if c.get("code") == "RF-RESULTS-CONFLICT"]
+    assert conflict["status"] == "error" and "'b.json' also claims to be node node01" in conflict["message"]
+    assert docs[0]["complete"] is False and docs[1]["complete"] is True
+
+
+@pytest.mark.parametrize("host", ["../../x", "<script>alert(1)</script>", "n1\x1b]0;owned\x07", "-oX"])
+def test_a_document_whose_node_name_is_not_safe_is_a_named_failure_never_a_path(tmp_path: Path, host: str) -> None:
+    write(tmp_path, "x.json", node(host))
+    (doc,) = load_run(tmp_path)
+    assert doc["host"].startswith("unnamed-") and doc["checks"][0]["code"] == "RF-RESULTS-CONFLICT"
+    assert "not a node name" in doc["checks"][0]["message"] and "\x1b" not in doc["checks"][0]["message"]
 
 
 def test_a_document_over_the_input_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,6 +15,7 @@ import json
 import os
 import pickle
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -232,9 +233,15 @@ def test_the_first_bad_document_in_file_order_is_the_error_whatever_the_split(
     docs[9][1]["checks"][0]["status"] = "mostly"          # in the last part
     docs[5][1]["host"] = "n01"                            # a second document for n01, in the middle part
     results = write_fleet(tmp_path / "run", docs)
-    assert main(["report", str(results), "--out", str(tmp_path / "out"), "--jobs", str(jobs)]) == 2
-    assert re.search(r"n05\.json: host 'n01' already has a document \(n01\.json\)", capsys.readouterr().err)
+    (results / "n09.json").write_text(json.dumps(eight_gpus("n09")))
+    assert main(["report", str(results), "--out", str(tmp_path / "out"), "--jobs", str(jobs)]) == 1
+    fleet = (tmp_path / "out" / "fleet.md").read_text()   # the conflict is n01's named failure, whatever the split
+    assert "11 nodes." in fleet and "| n01 | results_conflict | RF-RESULTS-CONFLICT | 'n05.json' also claims" in fleet
+    assert (tmp_path / "out" / "fleet.prom").is_file() and (tmp_path / "out" / "fleet-junit.xml").is_file()
+    shutil.rmtree(tmp_path / "out")
     (results / "n05.json").write_text(json.dumps(eight_gpus("n05")))
+    docs[9][1]["checks"][0]["status"] = "mostly"
+    (results / "n09.json").write_text(json.dumps(docs[9][1]))
     assert main(["report", str(results), "--out", str(tmp_path / "out"), "--jobs", str(jobs)]) == 2
     assert re.search(r"n09\.json: checks\[0\]\.status: 'mostly' is not one of", capsys.readouterr().err)
     assert not (tmp_path / "out").exists()                 # nothing written on a refused run

@@ -171,6 +171,20 @@ def test_plain_http_without_a_credential_needs_no_permission(endpoint: Endpoint)
     assert "Authorization" not in endpoint.received[0]["headers"]
 
 
+def test_plain_http_never_carries_netrc_credentials(endpoint: Endpoint, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """requests reads ~/.netrc for a request without auth (trust_env): over plain http those credentials
+    go only where a token may (--push-allow-http); over https they are the operator's to use."""
+    netrc = tmp_path / "netrc"
+    netrc.write_text(f"machine 127.0.0.1 login bot password {PASSWORD}\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    push.push_json(endpoint.url, PAYLOAD, timeout_s=5)
+    assert "Authorization" not in endpoint.received[-1]["headers"]
+    push.push_json(endpoint.url, PAYLOAD, timeout_s=5, allow_http=True)      # the operator said the network is trusted
+    assert endpoint.received[-1]["headers"]["Authorization"].startswith("Basic ")
+
+
 def results_dir(tmp_path: Path) -> Path:
     run = tmp_path / "run"
     run.mkdir()
