@@ -162,7 +162,8 @@ CODES: dict[str, str] = {
     "RF-AMDGPU-KERNEL-ERRORS": "amdgpu logged errors: collect `dmesg`, check firmware/IFWI versions and RAS "
                                "counters; drain the node if they repeat.",
     "RF-NO-NVIDIA-GPU": "nvidia-smi does not answer: check the NVIDIA driver (`nvidia-smi`, dmesg NVRM lines).",
-    "RF-NODE-UNREACHABLE": "The node stopped answering over SSH during the run: check that it is up (ping, ssh, "
+    "RF-NODE-UNREACHABLE": "The node does not answer over SSH (from the start of its checks, or it stopped during "
+                           "the run): check that it is up (ping, ssh, "
                            "BMC console), then re-run validate.yml --limit NODE.",
     "RF-NODE-NO-RESULTS": "The node was targeted but delivered no results: the step that failed follows the "
                           "message where the run saw it (install, disk or timeout; else read the node's lines in the "

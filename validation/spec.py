@@ -9,6 +9,7 @@ such a file holds.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -152,6 +153,52 @@ def checks_spec(variables: Mapping[str, Any], roles_dir: Path = ROLES_DIR) -> De
     if not roles_dir.is_dir():
         return DeclaredState(variables)
     return DeclaredState(declared_state(spec_role_defaults(roles_dir), variables))
+
+
+@functools.cache
+def argument_options(roles_dir: Path = ROLES_DIR) -> dict[str, dict[str, Any]]:
+    """Variable -> its option in the argument spec of its owner: a role's meta/argument_specs.yml (entry
+    point main) or playbooks/argument_specs.yml."""
+    owners = [*sorted(roles_dir.glob("*/meta/argument_specs.yml")),
+              roles_dir.parent / "playbooks" / "argument_specs.yml"]
+    options: dict[str, dict[str, Any]] = {}
+    for path in owners:
+        if path.is_file():
+            main = ((yaml.safe_load(path.read_text()) or {}).get("argument_specs") or {}).get("main") or {}
+            for name, option in (main.get("options") or {}).items():
+                options.setdefault(name, option)
+    return options
+
+
+def declared_problems(variables: Mapping[str, Any], roles_dir: Path = ROLES_DIR) -> list[str]:
+    """One line per declared variable whose value its owner's argument spec refuses (a type, a choice, a
+    nested option), by Ansible's own validator, as the role would at its start: `spec`, `validate` and
+    the playbooks' preflight refuse the node's variables before anything reads them. A value still to be
+    templated is left to the role; where no roles/ is beside the suite (an installed wheel on a node)
+    there is nothing to check against, and validate.yml's role checked them on the controller."""
+    if not roles_dir.is_dir():
+        return []
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+    options = argument_options(roles_dir)
+    given = {name: value for name, value in variables.items() if name in options and not _templated(value)}
+    spec = {name: {k: v for k, v in options[name].items() if k not in ("required", "description")}
+            for name in given}
+    return sorted(str(error) for error in ArgumentSpecValidator(spec).validate(given).errors)
+
+
+def refuse_undeclarable(by_host: Mapping[str, Mapping[str, Any]], roles_dir: Path = ROLES_DIR) -> None:
+    """RocmFleetError with one line per bad field ("HOST: what the spec refuses") when any host's
+    variables fail their owners' argument specs; nothing when all pass."""
+    lines = [f"{host}: {problem}" for host, variables in by_host.items()
+             for problem in declared_problems(variables, roles_dir)]
+    if lines:
+        raise RocmFleetError("declared variables that their roles' argument specs refuse (fix them in the "
+                             "inventory):\n" + "\n".join(lines))
+
+
+def _templated(value: Any) -> bool:
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
 
 
 def gpu_vendor(spec: Mapping[str, Any]) -> str:

@@ -25,6 +25,15 @@ from validation.multinode import cluster_ssh  # noqa: E402
 from validation.multinode.model import ClusterError  # noqa: E402
 from validation.results import collect  # noqa: E402
 
+# --- every role ---------------------------------------------------------------------------------
+
+def declared_problems(variables: Mapping[str, Any]) -> list[str]:
+    """What the argument specs of the roles that own them refuse in `variables` (a host's hostvars):
+    validation/spec.py:declared_problems, as `rocm-fleet spec` and `validate` check them."""
+    options = spec.argument_options()
+    return spec.declared_problems({name: variables[name] for name in options if name in variables})
+
+
 # --- rocm_repo ----------------------------------------------------------------------------------
 
 def compat_problems(combo: dict, extra_rows: list | None = None) -> list[str]:
@@ -156,6 +165,7 @@ class FilterModule:
             "cpuidle_switch_glob": cstates.switch_glob,
             "adduser_conf": adduser.with_settings,
             "declared_state": declared_state,
+            "declared_problems": declared_problems,
             "roles_for": roles_for,
             "play_recap": play_recap,
             "play_failures": play_failures,

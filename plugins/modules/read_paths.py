@@ -53,7 +53,7 @@ EXAMPLES = r"""
     read:
       - /etc/ansible/facts.d/rocm_fleet_tuning.fact
       - /sys/kernel/mm/transparent_hugepage/enabled
-    globs: [/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state2/disable]
+    globs: ['/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state2/disable']
     stat: [/usr/sbin/update-grub]
   register: __host
 """

@@ -120,11 +120,46 @@ def _measures(item: pytest.Item) -> bool:
             and getattr(item, "originalname", "") not in measuring.ORDER)
 
 
+_REACH = pytest.StashKey[dict[str, str | None]]()
+REMOTE_BACKENDS = ("ssh", "paramiko", "ansible")
+
+
+def _unreachable(item: pytest.Item, host: Any, name: str) -> tuple[str | None, bool]:
+    """(why the node does not answer or None, whether this is its first check to learn it). Asked once
+    per node, before its first check: a node that refuses connections gives one RF-NODE-UNREACHABLE with
+    ssh's own reason instead of every check failing on a command that never ran."""
+    known = item.config.stash.setdefault(_REACH, {})
+    if name in known:
+        return known[name], False
+    why = None
+    if host.backend.NAME in REMOTE_BACKENDS:
+        try:
+            answer = host.run("true")
+            failed = answer.rc == 255
+        except RuntimeError as exc:    # testinfra's ssh backends raise on ssh's own exit status, 255
+            answer, failed = (exc.args[0] if exc.args else None), True
+        if failed:
+            lines = [ln.strip() for ln in (getattr(answer, "stderr", None) or "").splitlines() if ln.strip()]
+            why = lines[-1] if lines else "ssh exited 255 without a message"
+    known[name] = why
+    return why, True
+
+
+@pytest.hookimpl(tryfirst=True)        # before the fixtures, which would each run commands on the node
 def pytest_runtest_setup(item: pytest.Item) -> None:
     host = _host_of(item)
-    if host is None or not _measures(item):
+    if host is None or not _is_check(item):
         return
-    state = _measuring_state(item.config, node_name(host, item.config.getoption("--rf-node")))
+    name = node_name(host, item.config.getoption("--rf-node"))
+    results_for(item, name)            # the node's document exists before anything waits on the node
+    why, first = _unreachable(item, host, name)
+    if why is not None:
+        if first:
+            raise CheckFailure("RF-NODE-UNREACHABLE", f"{name} does not answer over SSH: {why}")
+        pytest.skip(f"{name} does not answer over SSH (RF-NODE-UNREACHABLE on its first check)")
+    if not _measures(item):
+        return
+    state = _measuring_state(item.config, name)
     reason = state.skip_reason()
     if reason:
         pytest.skip(reason)

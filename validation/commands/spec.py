@@ -54,10 +54,17 @@ def extra_vars(items: list[str]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from validation.spec import declared_state, inventory_host_vars, render_spec, spec_role_defaults
+    from validation.spec import (
+        declared_state,
+        inventory_host_vars,
+        refuse_undeclarable,
+        render_spec,
+        spec_role_defaults,
+    )
 
     defaults = spec_role_defaults()
     found = inventory_host_vars(args.inventory, args.hosts, extra_vars(args.extra_vars))
+    refuse_undeclarable(found)
     specs = {host: declared_state(defaults, host_vars) for host, host_vars in found.items()}
     doc: dict[str, Any] = next(iter(specs.values())) if len(args.hosts) == 1 else {"hosts": specs}
     text = json.dumps(doc, indent=2, sort_keys=True) + "\n" if args.json else render_spec(doc)

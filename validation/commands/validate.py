@@ -13,14 +13,16 @@ import datetime as dt
 import importlib.util
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import yaml
 from testinfra.utils.ansible_runner import get_ansible_config
 
-from validation import names
+from validation import names, spec
 from validation.errors import RocmFleetError
 from validation.multinode.inventory import ansible_inventory_sources, group_hosts
 from validation.report import load_run, render_html, render_terminal
@@ -153,6 +155,13 @@ def check_inputs(args: argparse.Namespace) -> None:
                              "or --hosts local:// --spec FILE on a node")
     if args.node_name is not None:
         names.check_node(args.node_name, "--node-name")
+    if args.spec is not None and args.spec.is_file():
+        host = args.node_name or socket.gethostname()
+        try:
+            variables = spec.load_spec_file(args.spec, host)
+        except (ValueError, yaml.YAMLError) as exc:
+            raise RocmFleetError(f"--spec {args.spec}: not a YAML or JSON mapping ({exc})") from None
+        spec.refuse_undeclarable({host: variables})
     if not args.hosts.startswith("ansible://") and args.spec is None:
         raise RocmFleetError(f"validating {args.hosts} needs the node's declared state: pass --spec FILE, written by "
                              "`rocm-fleet spec -i INVENTORY HOST > FILE` (or the /etc/rocm-fleet/spec.yml that "
@@ -196,6 +205,7 @@ def check_ansible_hosts(pattern: str, inventory: Path | None) -> list[str]:
                              f"{groups}){'' if inventory else '; pass -i INVENTORY'}")
     if not hosts:
         raise RocmFleetError(f"--hosts ansible://{pattern}: the group has no hosts in {where}")
+    spec.refuse_undeclarable({host: hostvars.get(host, {}) for host in hosts})
     for host in hosts:
         names.check_node(host, f"inventory host {host!r}")
         own = hostvars.get(host, {})

@@ -92,7 +92,7 @@ def test_acceptance_yml_passes_names_as_option_values() -> None:
 
 def test_the_fleet_report_step_reads_nodes_named_like_options_as_names_and_refuses_them(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from plugins.action.fleet_report import report_argv     # the argv the playbooks' report step runs
+    from plugins.action.fleet_report import report_argv  # the argv the playbooks' report step runs
     from validation import cli
 
     (tmp_path / "run").mkdir()

@@ -101,11 +101,17 @@ def test_every_host_has_its_own_valid_documents(fleet_run: dict) -> None:
         assert (progress["node"], progress["state"], progress["done"]) == (host, "finished", progress["total"])
 
 
-def test_a_host_refusing_connections_fails_alone(fleet_run: dict) -> None:
+def test_a_host_refusing_connections_fails_alone_once_with_sshs_reason(fleet_run: dict) -> None:
+    """Issue 32: each of its checks failed on a command that never ran (37 raw CommandResult reprs a
+    node); now one RF-NODE-UNREACHABLE with ssh's own line, the rest skipped."""
     doc = next(d for d in load_run(fleet_run["dir"]) if d["host"] == "n4")
     assert doc["complete"] is True
-    failing = [c for c in doc["checks"] if c["status"] in ("fail", "error")]
-    assert failing and all("Connection refused" in (c["message"] or "") for c in failing)
+    (failing,) = [c for c in doc["checks"] if c["status"] in ("fail", "error")]
+    assert failing["code"] == "RF-NODE-UNREACHABLE"
+    assert failing["message"] == "n4 does not answer over SSH: ssh: connect to host n4 port 22: Connection refused"
+    others = [c for c in doc["checks"] if c is not failing]
+    assert len(others) > 20 and all(c["status"] == "skip" and "RF-NODE-UNREACHABLE" in c["message"] for c in others)
+    assert "CommandResult" not in fleet_run["out"]
 
 
 def test_a_hanging_host_is_left_unfinished_and_holds_nobody_else(fleet_run: dict) -> None:

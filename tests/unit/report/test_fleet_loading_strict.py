@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from validation.cli import main
 from validation.errors import RocmFleetError
-from validation.report.load import ResultsDocumentError, load_run, read_node_document
+from validation.report.load import load_run, read_node_document
 
 
 def node(host: str = "node01", **changes: Any) -> dict[str, Any]:
