@@ -126,8 +126,14 @@ def collective(record: Any, profile: TargetProfile) -> list[Verdict]:
         at = next(size for size, w in wrong if w == worst)
         verdicts.append(judge_value("collective_wrong_count", f"{subject} @ {at} B", worst, profile))
     if record.rows:
+        # CVS check_bw_dip reads alltoall out-of-place and every other collective in-place, and only at the
+        # sizes it has reference numbers for: here the sizes the profile has this collective's targets at
+        dip_half = "out_of_place" if name == "alltoall" else "in_place"
+        references = [size for metric, size in ((f"{prefix}_busbw_8g_gb_s", 8 * GIB),
+                                                (f"{prefix}_busbw_16g_gb_s", 16 * GIB)) if prefix and metric in profile]
         verdicts.append(judge_no_dip("collective_busbw_dip_max_fraction", subject,
-                                     [(row.size_bytes, row.in_place.busbw_gb_s) for row in record.rows], profile))
+                                     [(row.size_bytes, getattr(row, dip_half).busbw_gb_s) for row in record.rows],
+                                     profile, reference_sizes=references))
     return verdicts
 
 
