@@ -170,6 +170,7 @@ NO_PROFILE_OR_REFUSED = {
         "l40s-triton-deploy-doc-query-compute-apps-3procs.txt",
         "l40s-triton-deploy-doc-query-gpu-mem.txt",
         "rtxpro6000-hami-mig-doc-query-compute-apps-header-only.txt",
+        "rtx3090-x4-garylvov-dev-env-q-d-power-580.txt",
         "v100-sxm2-x8-data-on-eks-bionemo-table-8procs.txt",
     ],
     "nvidia-smi-topo": [
@@ -186,6 +187,10 @@ NO_PROFILE_OR_REFUSED = {
         "a100-8gpu-superbench-testdata-nccl-allgather.txt",
         "a100-8gpu-superbench-testdata-nccl-allreduce.txt",
         "a100-8gpu-superbench-testdata-nccl-alltoall.txt",
+    ],
+    "hipblaslt-bench": [
+        "mi350x-hipblaslt-tunning-helper-print-kernel-info-rotating-v100200.txt",
+        "mi350x-hipblaslt-tunning-helper-print-kernel-info-v100200-8192.txt",
     ],
     "rocblas-bench": [
         "mi100-likely-superbench-test-rocblas-fp16-xdlops.txt",

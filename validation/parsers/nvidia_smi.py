@@ -163,10 +163,14 @@ def _parse_query(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
         raise ParseError(TOOL, "NVSMI log without a driver version or GPU blocks",
                          expected="'Driver Version : ...' and 'GPU <bus id>' blocks")
     # every GPU block of a full -q log (and of -d ...PIDS) has a 'Processes' section, printed after the
-    # memory, clock and power ones (drivers 535-580 in the fixtures): a block without it was cut
+    # memory, clock and power ones (drivers 535-580 in the fixtures): a block without it was cut. A section
+    # view (-d POWER, ...) saved without its command line is told by its blocks: a full log opens each one
+    # with 'Product Name', a section view never prints it; a GPU line with nothing under it was cut either way
     display = re.search(r"(?:-d|--display)[= ]?(\S+)", command_line or "")
-    wants_processes = display is None or "PIDS" in display.group(1).upper()
-    cut = wants_processes and any(root.child("Processes") is None for root in roots if _Q_GPU.match(root.key))
+    blocks = [root for root in roots if _Q_GPU.match(root.key)]
+    full_log = display is None and any(root.child("Product Name") is not None for root in blocks)
+    wants_processes = full_log or (display is not None and "PIDS" in display.group(1).upper())
+    cut = any(not root.children or (wants_processes and root.child("Processes") is None) for root in blocks)
     return NvidiaSmiRecord(view="query", command_line=command_line,
                            driver_version=_na(header.get("Driver Version")),
                            cuda_version=_na(header.get("CUDA Version")), attached_gpus=attached,
@@ -200,7 +204,11 @@ def _gpu_from_query(index: int, bus: str, root: _indent_tree.Node) -> NvidiaGpu:
         return _na(root.get(*path))
 
     power_limit = get("GPU Power Readings", "Current Power Limit") or get("Power Readings", "Power Limit")
-    power_draw = get("GPU Power Readings", "Power Draw") or get("Power Readings", "Power Draw")
+    # drivers before 565 print one 'Power Draw'; 565+ (580 in the fixtures) print 'Average Power Draw' (what
+    # --query-gpu power.draw reports) and 'Instantaneous Power Draw' instead
+    power_draw = next((value for section in ("GPU Power Readings", "Power Readings")
+                       for key in ("Power Draw", "Average Power Draw", "Instantaneous Power Draw")
+                       if (value := get(section, key)) is not None), None)
     volatile = get("ECC Errors", "Volatile", "DRAM Uncorrectable") or get(
         "ECC Errors", "Volatile", "Double Bit", "Total")
     aggregate = get("ECC Errors", "Aggregate", "DRAM Uncorrectable") or get(
