@@ -77,6 +77,7 @@ UNDER_LOAD: list[tuple[str, str, str, int | None]] = [
 # Healthy machines whose published output was cut by its author ("[output truncated]", "[...]", "...",
 # <SNIP>): never a pass, an ERROR naming the cut (SOURCES.md marks each "truncated").
 CUT: list[tuple[str, str, str]] = [
+    ("amd-smi", "mi300x-amdsmi-changelog-7.1.0-metric-elided-xgmi-err-na.txt", "mi300x"),
     ("amd-smi", "mi300x-rocm-blogs-amd-smi-overview-firmware.txt", "mi300x"),
     ("amd-smi", "mi300x-rocm-blogs-amd-smi-overview-list.txt", "mi300x"),
     ("amd-smi", "mi300x-rocm-blogs-amd-smi-overview-metric.txt", "mi300x"),
@@ -159,6 +160,7 @@ NO_PROFILE_OR_REFUSED = {
         "unknown-amdsmi-changelog-6.2.0-process-name-na.txt",
         "unknown-amdsmi-changelog-6.2.0-sudo-process-transferbench.txt",
         "unknown-amdsmi-docs-ras-metric-ecc.txt",
+        "unknown-xgmi-amdsmi-changelog-6.1.2-metric-ecc-blocks-xgmi-wafl.txt",
         "unknown-mi3xx-amdsmi-changelog-6.1.0-metric-usage-wrapped.txt",
         "unknown-mi3xx-cpx-amdsmi-changelog-6.3.0-metric-usage-xcp.txt",
         "unknown-mi3xx-cpx-amdsmi-changelog-7.0.0-metric-usage-after.txt",

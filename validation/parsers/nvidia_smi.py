@@ -56,6 +56,8 @@ class NvidiaGpu:
     remapped_rows_uncorrectable: int | None = None
     remapping_failure: bool | None = None
     pci_device_id: int | None = None  # 0x2330 from "Device Id : 0x233010DE" (device << 16 | vendor 0x10de)
+    # counters the view printed as N/A (ECC off or not supported): unavailable, unlike one the view lacks
+    not_available: tuple[str, ...] = ()
     fields: dict[str, str] = field(default_factory=dict)  # CSV columns as printed
 
 
@@ -214,6 +216,8 @@ def _gpu_from_query(index: int, bus: str, root: _indent_tree.Node) -> NvidiaGpu:
     aggregate = get("ECC Errors", "Aggregate", "DRAM Uncorrectable") or get(
         "ECC Errors", "Aggregate", "Double Bit", "Total")
     failure = get("Remapped Rows", "Remapping Failure Occurred")
+    raw_volatile = root.get("ECC Errors", "Volatile", "DRAM Uncorrectable") or root.get(
+        "ECC Errors", "Volatile", "Double Bit", "Total") or root.get("ECC Errors", "Volatile")
     return NvidiaGpu(
         index=index, minor_number=_int(get("Minor Number")),
         name=get("Product Name"), bus_id=get("PCI", "Bus Id") or bus, uuid=get("GPU UUID"),
@@ -233,6 +237,7 @@ def _gpu_from_query(index: int, bus: str, root: _indent_tree.Node) -> NvidiaGpu:
         remapped_rows_uncorrectable=_int(get("Remapped Rows", "Uncorrectable Error")),
         remapping_failure=None if failure is None else failure == "Yes",
         pci_device_id=_pci_device(get("PCI", "Device Id")),
+        not_available=("ecc_uncorrectable_volatile",) if volatile is None and raw_volatile is not None else (),
     )
 
 
@@ -311,6 +316,9 @@ def _parse_table(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
             power_limit_w=_number(m2.group("cap")), memory_used_mib=int(m2.group("used")),
             memory_total_mib=int(m2.group("total")), utilization_gpu_pct=_number(m2.group("util")),
             ecc_uncorrectable_volatile=_int(m1.group("ecc")),
+            # 'N/A' (no ECC) or 'Off' (ECC disabled) stand where the count would; MIG mode prints 'On' and
+            # keeps the counts per instance: not in this view
+            not_available=("ecc_uncorrectable_volatile",) if m1.group("ecc") in ("N/A", "Off") else (),
         ))
     if driver is None:
         raise ParseError(TOOL, "table without its 'NVIDIA-SMI ... Driver Version ...' title",
