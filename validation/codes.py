@@ -55,8 +55,9 @@ CODES: dict[str, str] = {
                      "find-db / kernel cache and the ROCm version; re-run once idle.",
     "RF-ECC": "ECC errors reported: record `amd-smi metric --ecc`, drain the node; uncorrectable errors mean "
               "RMA.",
-    "RF-XGMI-ERRORS": "xGMI error counters are non-zero: record `rocm-smi --showxgmierr`, reset counters and "
-                      "re-test; reseat the UBB / RMA if they grow.",
+    "RF-XGMI-ERRORS": "xGMI error counters are non-zero: record `amd-smi metric --ecc-blocks` (XGMI_WAFL; "
+                      "`rocm-smi --showxgmierr` on MI2xx), reset counters and re-test; reseat the UBB / RMA if "
+                      "they grow.",
     "RF-POWER-LOW": "Could not reach the power target: check the power cap, PSU redundancy and BMC power "
                     "limits; re-run IET.",
     "RF-TEMP-HIGH": "GPU too hot: check fans, airflow and inlet temperature (BMC); re-check when idle.",

@@ -126,8 +126,14 @@ def collective(record: Any, profile: TargetProfile) -> list[Verdict]:
         at = next(size for size, w in wrong if w == worst)
         verdicts.append(judge_value("collective_wrong_count", f"{subject} @ {at} B", worst, profile))
     if record.rows:
+        # CVS check_bw_dip reads alltoall out-of-place and every other collective in-place, and only at the
+        # sizes it has reference numbers for: here the sizes the profile has this collective's targets at
+        dip_half = "out_of_place" if name == "alltoall" else "in_place"
+        references = [size for metric, size in ((f"{prefix}_busbw_8g_gb_s", 8 * GIB),
+                                                (f"{prefix}_busbw_16g_gb_s", 16 * GIB)) if prefix and metric in profile]
         verdicts.append(judge_no_dip("collective_busbw_dip_max_fraction", subject,
-                                     [(row.size_bytes, row.in_place.busbw_gb_s) for row in record.rows], profile))
+                                     [(row.size_bytes, getattr(row, dip_half).busbw_gb_s) for row in record.rows],
+                                     profile, reference_sizes=references))
     return verdicts
 
 
@@ -275,18 +281,66 @@ def rocminfo(record: Any, profile: TargetProfile) -> list[Verdict]:
 
 
 def amd_smi(record: Any, profile: TargetProfile) -> list[Verdict]:
-    """ECC counters per GPU where the view reports them, else the GPU count."""
+    """ECC and xGMI error counters per GPU where the view reports them (a counter printed N/A is not
+    reported, never a zero), else the GPU count."""
     verdicts: list[Verdict] = []
     for gpu in record.gpus:
         subject = f"gpu{gpu.index}"
-        if gpu.ecc_uncorrectable is not None:
-            verdicts.append(judge_value("ecc_uncorrectable_count", subject, gpu.ecc_uncorrectable, profile))
-        if gpu.ecc_correctable is not None:
-            verdicts.append(judge_value("ecc_correctable_count", subject, gpu.ecc_correctable, profile))
+        for metric, value, name in (("ecc_uncorrectable_count", gpu.ecc_uncorrectable, "ecc_uncorrectable"),
+                                    ("ecc_correctable_count", gpu.ecc_correctable, "ecc_correctable")):
+            if value is not None or name in gpu.not_available:
+                verdicts.append(_counter(metric, subject, value, profile, f"amd-smi printed {name} as N/A"))
+        verdicts += _xgmi_errors(gpu, subject, profile)
     verdicts = verdicts or [_gpu_count(len(record.gpus), "node (amd-smi)", profile)]
     verdicts += identity.judge(identity.from_amd_smi(record), profile)
     if record.links:  # `amd-smi topology`: every GPU pair's link (validation/topology.py)
         verdicts += topology.judge_links(topology.from_amd_smi(record), profile, gpu_count=_declared_gpus(profile))
+    return verdicts
+
+
+# amdsmi_xgmi_status_t as amd-smi metric prints it (XGMI_ERR): one error, more than one
+_XGMI_STATUS_COUNT = {"NO_ERRORS": 0, "ERROR": 1, "MULTIPLE_ERRORS": 2}
+# Why an MI300-series XGMI_ERR of N/A is judged from the XGMI_WAFL RAS block instead
+XGMI_WAFL_BASIS = ("MI300X/MI325X (gfx942) and MI355 (gfx950) cannot read xgmi_error (EINVAL, XGMI_ERR N/A) and "
+                   "report xGMI faults as RAS errors on the XGMI_WAFL block, ROCm/rocm-systems#11468")
+
+
+def _counter(metric: str, subject: str, value: int | None, profile: TargetProfile, why: str) -> Verdict:
+    """An error counter: judged when reported; when printed N/A, ERROR not reported (never a zero)."""
+    verdict = judge_value(metric, subject, value, profile)
+    if value is None and verdict.code == "RF-NOT-REPORTED":
+        verdict = dataclasses.replace(verdict, reason=f"{subject} {metric}: not reported ({why}); a counter the "
+                                                      "tool cannot read is no zero")
+    return verdict
+
+
+def _xgmi_errors(gpu: Any, subject: str, profile: TargetProfile) -> list[Verdict]:
+    """XGMI_ERR where amd-smi reads it; the XGMI_WAFL RAS counters (correctable + uncorrectable) where the
+    view shows them; an XGMI_ERR of N/A with no XGMI_WAFL counters is not reported."""
+    verdicts: list[Verdict] = []
+    status = gpu.xgmi_error_status
+    if status is not None:
+        count = _XGMI_STATUS_COUNT.get(status.upper())
+        verdict = judge_value("xgmi_error_count", f"{subject} XGMI_ERR", count, profile)
+        verdicts.append(dataclasses.replace(verdict, measured=status, reason=f"{verdict.reason} (XGMI_ERR {status})")
+                        if count is not None else Verdict(
+                            status=Status.ERROR, subject=f"{subject} XGMI_ERR", metric="xgmi_error_count",
+                            measured=status, unit="", target=profile.get("xgmi_error_count"), code="RF-BAD-MEASUREMENT",
+                            reason=f"{subject} XGMI_ERR {status!r} is none of {', '.join(_XGMI_STATUS_COUNT)}"))
+    wafl = [gpu.xgmi_wafl_correctable, gpu.xgmi_wafl_uncorrectable]
+    wafl_na = {"xgmi_wafl_correctable", "xgmi_wafl_uncorrectable"} & set(gpu.not_available)
+    if any(v is not None for v in wafl) or wafl_na:
+        total = None if wafl_na or None in wafl else sum(v for v in wafl if v is not None)
+        verdict = _counter("xgmi_error_count", f"{subject} XGMI_WAFL", total, profile,
+                           "amd-smi printed the XGMI_WAFL RAS counters as N/A")
+        if total is not None:
+            verdict = dataclasses.replace(verdict, reason=f"{verdict.reason} (XGMI_WAFL correctable "
+                                          f"{wafl[0]}, uncorrectable {wafl[1]}; {XGMI_WAFL_BASIS})")
+        verdicts.append(verdict)
+    elif "xgmi_error_status" in gpu.not_available:
+        verdicts.append(_counter("xgmi_error_count", f"{subject} XGMI_ERR", None, profile,
+                                 f"amd-smi printed XGMI_ERR as N/A: {XGMI_WAFL_BASIS}; read them with "
+                                 "`amd-smi metric --ecc-blocks`"))
     return verdicts
 
 
@@ -303,8 +357,11 @@ def nvidia_smi(record: Any, profile: TargetProfile) -> list[Verdict]:
         if gpu.memory_total_mib is not None and "vram_per_gpu_gb" in profile:
             verdicts.append(judge_value("vram_per_gpu_gb", subject, round(gpu.memory_total_mib * (1 << 20) / 1e9, 2),
                                         profile))
-        if gpu.ecc_uncorrectable_volatile is not None and "ecc_uncorrectable_count" in profile:
-            verdicts.append(judge_value("ecc_uncorrectable_count", subject, gpu.ecc_uncorrectable_volatile, profile))
+        if "ecc_uncorrectable_count" in profile and (gpu.ecc_uncorrectable_volatile is not None
+                                                     or "ecc_uncorrectable_volatile" in gpu.not_available):
+            verdicts.append(_counter("ecc_uncorrectable_count", subject, gpu.ecc_uncorrectable_volatile, profile,
+                                     "nvidia-smi printed the volatile uncorrectable ECC count as N/A or Off: "
+                                     "ECC is off or unsupported"))
     return verdicts
 
 

@@ -77,6 +77,7 @@ UNDER_LOAD: list[tuple[str, str, str, int | None]] = [
 # Healthy machines whose published output was cut by its author ("[output truncated]", "[...]", "...",
 # <SNIP>): never a pass, an ERROR naming the cut (SOURCES.md marks each "truncated").
 CUT: list[tuple[str, str, str]] = [
+    ("amd-smi", "mi300x-amdsmi-changelog-7.1.0-metric-elided-xgmi-err-na.txt", "mi300x"),
     ("amd-smi", "mi300x-rocm-blogs-amd-smi-overview-firmware.txt", "mi300x"),
     ("amd-smi", "mi300x-rocm-blogs-amd-smi-overview-list.txt", "mi300x"),
     ("amd-smi", "mi300x-rocm-blogs-amd-smi-overview-metric.txt", "mi300x"),
@@ -159,6 +160,7 @@ NO_PROFILE_OR_REFUSED = {
         "unknown-amdsmi-changelog-6.2.0-process-name-na.txt",
         "unknown-amdsmi-changelog-6.2.0-sudo-process-transferbench.txt",
         "unknown-amdsmi-docs-ras-metric-ecc.txt",
+        "unknown-xgmi-amdsmi-changelog-6.1.2-metric-ecc-blocks-xgmi-wafl.txt",
         "unknown-mi3xx-amdsmi-changelog-6.1.0-metric-usage-wrapped.txt",
         "unknown-mi3xx-cpx-amdsmi-changelog-6.3.0-metric-usage-xcp.txt",
         "unknown-mi3xx-cpx-amdsmi-changelog-7.0.0-metric-usage-after.txt",
@@ -170,6 +172,7 @@ NO_PROFILE_OR_REFUSED = {
         "l40s-triton-deploy-doc-query-compute-apps-3procs.txt",
         "l40s-triton-deploy-doc-query-gpu-mem.txt",
         "rtxpro6000-hami-mig-doc-query-compute-apps-header-only.txt",
+        "rtx3090-x4-garylvov-dev-env-q-d-power-580.txt",
         "v100-sxm2-x8-data-on-eks-bionemo-table-8procs.txt",
     ],
     "nvidia-smi-topo": [
@@ -186,6 +189,10 @@ NO_PROFILE_OR_REFUSED = {
         "a100-8gpu-superbench-testdata-nccl-allgather.txt",
         "a100-8gpu-superbench-testdata-nccl-allreduce.txt",
         "a100-8gpu-superbench-testdata-nccl-alltoall.txt",
+    ],
+    "hipblaslt-bench": [
+        "mi350x-hipblaslt-tunning-helper-print-kernel-info-rotating-v100200.txt",
+        "mi350x-hipblaslt-tunning-helper-print-kernel-info-v100200-8192.txt",
     ],
     "rocblas-bench": [
         "mi100-likely-superbench-test-rocblas-fp16-xdlops.txt",

@@ -92,14 +92,11 @@ def test_firmware_is_the_same_on_every_gpu_and_matches_any_pins(host: Any, amd_g
 
 
 def test_ecc_and_xgmi_error_counters_are_zero(host: Any, amd_gpus: int, targets: Any, record: Any) -> None:
-    """The ECC and xGMI error counters are within the SKU's limits (zero uncorrectable errors)."""
-    metric = amd_smi(host, "metric", "--ecc", "--json")
-    verdicts = extract.verdicts_for("amd-smi", metric, targets)
-    fail_on(verdicts, record)
-    xgmi = amd_smi(host, "metric", "--xgmi-err", "--json") if host.exists("amd-smi") else None
-    bad = [f"gpu{g.index}: {g.xgmi_error_status}" for g in (xgmi.gpus if xgmi else ())
-           if g.xgmi_error_status not in (None, "N/A", "NO_ERRORS")]
-    expect(not bad, "RF-XGMI-ERRORS", f"xGMI error status: {'; '.join(bad)}")
+    """The ECC and xGMI error counters are within the SKU's limits. XGMI_ERR reads N/A on MI300-series
+    GPUs, which keep their xGMI link errors in the XGMI_WAFL RAS block: both are read, and a counter
+    printed N/A is not reported, never a zero (validation/extract.py)."""
+    metric = amd_smi(host, "metric", "--ecc", "--ecc-blocks", "--xgmi-err", "--json")
+    fail_on(extract.verdicts_for("amd-smi", metric, targets), record)
 
 
 def test_kernel_log_has_no_amdgpu_errors(host: Any, amd_gpus: int) -> None:

@@ -11,6 +11,7 @@ by one row per problem; several header/row groups may follow each other.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -52,6 +53,10 @@ class GemmRow:
     time_us: float
     columns: tuple[tuple[str, str], ...]
     line_no: int
+    # hipblaslt-bench --print_kernel_info: the three '--Solution index/name/kernel name' lines under the row
+    solution_index: int | None = None
+    solution_name: str | None = None
+    kernel_name: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,6 +83,11 @@ _DEVICE_MEM = re.compile(r"^with (?P<mem>[\d.]+) GB memory, max\. SCLK (?P<sclk>
 _DEVICE_LIMITS = re.compile(r"^maxGridDimX \d+, sharedMemPerBlock [\d.]+ KB, maxThreadsPerBlock \d+, warpSize \d+$")
 _SUPPORTED = re.compile(r"^Is supported \d+ / Total solutions: \d+$")
 _INFO = re.compile(r"^(?:rocBLAS|hipBLASLt) info: .*$")
+# hipBLASLt 1.x with --rotating N: "Rotating buffer 1002 MiB. Needed Size: 144 MiB. Needed block count: 7 (...)"
+_ROTATING = re.compile(r"^Rotating buffer \d+ MiB\. Needed Size: \d+ MiB\. Needed block count: \d+.*$")
+# --print_kernel_info (hipBLASLt 100200): three lines under each result row
+_KERNEL_INFO = re.compile(r"^--(?P<key>Solution index|Solution name|kernel name):\s*(?P<value>\S.*)$")
+_KERNEL_FIELDS = {"Solution index": "solution_index", "Solution name": "solution_name", "kernel name": "kernel_name"}
 _HEADER = re.compile(r"^(?:\[\d+\]:?)?(?P<csv>transA,transB,.*)$")
 
 
@@ -92,7 +102,7 @@ def parse_blas(tool: str, text: str, gflops_column: str) -> BlasBenchResult:
     for line_no, raw in numbered(text):
         line = raw.strip()
         if not line or _RULE.match(line) or _QUERY.match(line) or _DEVICE_LIMITS.match(line) \
-                or _SUPPORTED.match(line) or _INFO.match(line):
+                or _SUPPORTED.match(line) or _INFO.match(line) or _ROTATING.match(line):
             continue
         if is_elision(line):
             truncated = True
@@ -124,6 +134,8 @@ def parse_blas(tool: str, text: str, gflops_column: str) -> BlasBenchResult:
             if not ({"m", "M"} & set(header) and {"n", "N"} & set(header) and {"k", "K"} & set(header)):
                 raise ParseError(tool, "result header lacks the m/n/k columns", line_no=line_no, line=raw,
                                  expected="m, n and k (or M, N, K) columns")
+        elif m := _KERNEL_INFO.match(line):
+            rows[-1] = _with_kernel_info(tool, rows, m["key"], m["value"], line_no, raw)
         elif header is not None and "," in line:
             rows.append(_row(tool, header, gflops_column, line, line_no, raw))
         else:
@@ -133,8 +145,28 @@ def parse_blas(tool: str, text: str, gflops_column: str) -> BlasBenchResult:
         raise ParseError(tool, "no result rows found",
                          expected=f"a 'transA,transB,...,{gflops_column},us' header and a row under it",
                          hint="the run may have failed; look for 'error' in its stderr")
+    # a row whose kernel-info lines stop short, or that lacks them although the command asked for them, was cut
+    asked = command is not None and "--print_kernel_info" in command.split()
+    truncated |= any((asked or row.solution_index is not None or row.solution_name is not None)
+                     and row.kernel_name is None for row in rows)
     return BlasBenchResult(tool=tool, command=command, library_version=version, git_version=git,
                            devices=tuple(devices), rows=tuple(rows), truncated=truncated)
+
+
+def _with_kernel_info(tool: str, rows: list[GemmRow], key: str, value: str, line_no: int, raw: str) -> GemmRow:
+    """The row above with one --print_kernel_info line added; they come in order: index, name, kernel name."""
+    field = _KERNEL_FIELDS[key]
+    order = list(_KERNEL_FIELDS.values())
+    row = rows[-1] if rows else None
+    if row is None or getattr(row, field) is not None or any(
+            getattr(row, before) is None for before in order[:order.index(field)]):
+        raise ParseError(tool, f"'--{key}' line out of place", line_no=line_no, line=raw,
+                         expected="'--Solution index', '--Solution name', '--kernel name' once each, under a row")
+    if field == "solution_index":
+        return dataclasses.replace(row, solution_index=integer(tool, value, line_no, raw, key))
+    if field == "solution_name":
+        return dataclasses.replace(row, solution_name=value.strip())
+    return dataclasses.replace(row, kernel_name=value.strip())
 
 
 def _row(tool: str, header: list[str], gflops_column: str, line: str, line_no: int, raw: str) -> GemmRow:

@@ -76,6 +76,12 @@ class Gpu:
     # metric XGMI_ERR as printed: an amdsmi_xgmi_status_t name (NO_ERRORS, ERROR, MULTIPLE_ERRORS)
     # or "N/A"; amd-smi reports a status here, not a count
     xgmi_error_status: str | None = None
+    # metric ECC_BLOCKS XGMI_WAFL: the RAS counters MI300-series GPUs keep for their xGMI links, whose
+    # XGMI_ERR reads N/A there (sysfs xgmi_error returns EINVAL on gfx942/gfx950, ROCm/rocm-systems#11468)
+    xgmi_wafl_correctable: int | None = None
+    xgmi_wafl_uncorrectable: int | None = None
+    # the counters above that the view printed as N/A: reported as unavailable, unlike one the view lacks
+    not_available: tuple[str, ...] = ()
     compute_partition: str | None = None
     memory_partition: str | None = None
     pcie_width_max: int | None = None
@@ -219,6 +225,44 @@ def _pid(raw: Any, n: int | None, line: str | None) -> int:
         raise ParseError(TOOL, f"process id {text!r} is not a number", line_no=n, line=line,
                          expected="a decimal PID")
     return int(text)
+
+
+# The counters judged as errors, by their place in `amd-smi metric` (text keys; JSON uses them lower-cased
+# except the block name): a counter printed as N/A, or under a section printed as N/A, is named in
+# Gpu.not_available
+_COUNTER_PATHS = {
+    "ecc_correctable": ("ECC", "TOTAL_CORRECTABLE_COUNT"),
+    "ecc_uncorrectable": ("ECC", "TOTAL_UNCORRECTABLE_COUNT"),
+    "xgmi_error_status": ("XGMI_ERR",),
+    "xgmi_wafl_correctable": ("ECC_BLOCKS", "XGMI_WAFL", "CORRECTABLE_COUNT"),
+    "xgmi_wafl_uncorrectable": ("ECC_BLOCKS", "XGMI_WAFL", "UNCORRECTABLE_COUNT"),
+}
+
+
+def _is_na(value: Any) -> bool:
+    return isinstance(value, str) and value.strip().startswith("N/A")
+
+
+def _printed_na(root: _indent_tree.Node, path: tuple[str, ...]) -> bool:
+    node: _indent_tree.Node | None = root
+    for key in path:
+        node = node.child(key) if node is not None else None
+        if node is None:
+            return False
+        if not node.children and _is_na(node.value):
+            return True
+    return False
+
+
+def _json_na(entry: dict[str, Any], path: tuple[str, ...]) -> bool:
+    node: Any = entry
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+        if _is_na(node):
+            return True
+    return False
 
 
 def _text_or_none(raw: Any) -> str | None:
@@ -383,6 +427,9 @@ def _gpu_from_tree(index: int, root: _indent_tree.Node) -> Gpu:
         ecc_uncorrectable=integer("ECC", "TOTAL_UNCORRECTABLE_COUNT"),
         ecc_deferred=integer("ECC", "TOTAL_DEFERRED_COUNT"),
         xgmi_error_status=_text_or_none(root.get("XGMI_ERR")),
+        xgmi_wafl_correctable=integer("ECC_BLOCKS", "XGMI_WAFL", "CORRECTABLE_COUNT"),
+        xgmi_wafl_uncorrectable=integer("ECC_BLOCKS", "XGMI_WAFL", "UNCORRECTABLE_COUNT"),
+        not_available=tuple(name for name, path in _COUNTER_PATHS.items() if _printed_na(root, path)),
         compute_partition=_text_or_none(root.get("PARTITION", "COMPUTE_PARTITION")),
         memory_partition=_text_or_none(root.get("PARTITION", "MEMORY_PARTITION")),
         pcie_width_max=integer("BUS", "MAX_PCIE_WIDTH"),
@@ -902,6 +949,11 @@ def _gpu_from_json(index: int, entry: dict[str, Any]) -> Gpu:
         ecc_correctable=_int(_get(entry, "ecc", "total_correctable_count")),
         ecc_uncorrectable=_int(_get(entry, "ecc", "total_uncorrectable_count")),
         ecc_deferred=_int(_get(entry, "ecc", "total_deferred_count")),
+        xgmi_error_status=_text_or_none(entry.get("xgmi_err")),
+        xgmi_wafl_correctable=_int(_get(entry, "ecc_blocks", "XGMI_WAFL", "correctable_count")),
+        xgmi_wafl_uncorrectable=_int(_get(entry, "ecc_blocks", "XGMI_WAFL", "uncorrectable_count")),
+        not_available=tuple(name for name, path in _COUNTER_PATHS.items()
+                            if _json_na(entry, tuple(k.lower() if k != "XGMI_WAFL" else k for k in path))),
         compute_partition=_text_or_none(_get(entry, "partition", "compute_partition")),
         memory_partition=_text_or_none(_get(entry, "partition", "memory_partition")),
         pcie_width_max=_int(_get(entry, "bus", "max_pcie_width")),

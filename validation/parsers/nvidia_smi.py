@@ -56,6 +56,8 @@ class NvidiaGpu:
     remapped_rows_uncorrectable: int | None = None
     remapping_failure: bool | None = None
     pci_device_id: int | None = None  # 0x2330 from "Device Id : 0x233010DE" (device << 16 | vendor 0x10de)
+    # counters the view printed as N/A (ECC off or not supported): unavailable, unlike one the view lacks
+    not_available: tuple[str, ...] = ()
     fields: dict[str, str] = field(default_factory=dict)  # CSV columns as printed
 
 
@@ -163,10 +165,14 @@ def _parse_query(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
         raise ParseError(TOOL, "NVSMI log without a driver version or GPU blocks",
                          expected="'Driver Version : ...' and 'GPU <bus id>' blocks")
     # every GPU block of a full -q log (and of -d ...PIDS) has a 'Processes' section, printed after the
-    # memory, clock and power ones (drivers 535-580 in the fixtures): a block without it was cut
+    # memory, clock and power ones (drivers 535-580 in the fixtures): a block without it was cut. A section
+    # view (-d POWER, ...) saved without its command line is told by its blocks: a full log opens each one
+    # with 'Product Name', a section view never prints it; a GPU line with nothing under it was cut either way
     display = re.search(r"(?:-d|--display)[= ]?(\S+)", command_line or "")
-    wants_processes = display is None or "PIDS" in display.group(1).upper()
-    cut = wants_processes and any(root.child("Processes") is None for root in roots if _Q_GPU.match(root.key))
+    blocks = [root for root in roots if _Q_GPU.match(root.key)]
+    full_log = display is None and any(root.child("Product Name") is not None for root in blocks)
+    wants_processes = full_log or (display is not None and "PIDS" in display.group(1).upper())
+    cut = any(not root.children or (wants_processes and root.child("Processes") is None) for root in blocks)
     return NvidiaSmiRecord(view="query", command_line=command_line,
                            driver_version=_na(header.get("Driver Version")),
                            cuda_version=_na(header.get("CUDA Version")), attached_gpus=attached,
@@ -200,12 +206,18 @@ def _gpu_from_query(index: int, bus: str, root: _indent_tree.Node) -> NvidiaGpu:
         return _na(root.get(*path))
 
     power_limit = get("GPU Power Readings", "Current Power Limit") or get("Power Readings", "Power Limit")
-    power_draw = get("GPU Power Readings", "Power Draw") or get("Power Readings", "Power Draw")
+    # drivers before 565 print one 'Power Draw'; 565+ (580 in the fixtures) print 'Average Power Draw' (what
+    # --query-gpu power.draw reports) and 'Instantaneous Power Draw' instead
+    power_draw = next((value for section in ("GPU Power Readings", "Power Readings")
+                       for key in ("Power Draw", "Average Power Draw", "Instantaneous Power Draw")
+                       if (value := get(section, key)) is not None), None)
     volatile = get("ECC Errors", "Volatile", "DRAM Uncorrectable") or get(
         "ECC Errors", "Volatile", "Double Bit", "Total")
     aggregate = get("ECC Errors", "Aggregate", "DRAM Uncorrectable") or get(
         "ECC Errors", "Aggregate", "Double Bit", "Total")
     failure = get("Remapped Rows", "Remapping Failure Occurred")
+    raw_volatile = root.get("ECC Errors", "Volatile", "DRAM Uncorrectable") or root.get(
+        "ECC Errors", "Volatile", "Double Bit", "Total") or root.get("ECC Errors", "Volatile")
     return NvidiaGpu(
         index=index, minor_number=_int(get("Minor Number")),
         name=get("Product Name"), bus_id=get("PCI", "Bus Id") or bus, uuid=get("GPU UUID"),
@@ -225,6 +237,7 @@ def _gpu_from_query(index: int, bus: str, root: _indent_tree.Node) -> NvidiaGpu:
         remapped_rows_uncorrectable=_int(get("Remapped Rows", "Uncorrectable Error")),
         remapping_failure=None if failure is None else failure == "Yes",
         pci_device_id=_pci_device(get("PCI", "Device Id")),
+        not_available=("ecc_uncorrectable_volatile",) if volatile is None and raw_volatile is not None else (),
     )
 
 
@@ -303,6 +316,9 @@ def _parse_table(body: list[tuple[int, str]], command_line: str | None) -> Nvidi
             power_limit_w=_number(m2.group("cap")), memory_used_mib=int(m2.group("used")),
             memory_total_mib=int(m2.group("total")), utilization_gpu_pct=_number(m2.group("util")),
             ecc_uncorrectable_volatile=_int(m1.group("ecc")),
+            # 'N/A' (no ECC) or 'Off' (ECC disabled) stand where the count would; MIG mode prints 'On' and
+            # keeps the counts per instance: not in this view
+            not_available=("ecc_uncorrectable_volatile",) if m1.group("ecc") in ("N/A", "Off") else (),
         ))
     if driver is None:
         raise ParseError(TOOL, "table without its 'NVIDIA-SMI ... Driver Version ...' title",

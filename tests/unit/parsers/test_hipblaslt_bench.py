@@ -51,3 +51,39 @@ def test_header_without_rows_is_an_error_not_an_empty_result():
 def test_garbage_raises_parse_error(garbage):
     with pytest.raises(ParseError):
         hipblaslt_bench.parse(garbage)
+
+
+# --- hipBLASLt 100200 with --print_kernel_info (issue 31, class 5) ---------------------------------------------------
+
+KERNEL_INFO = REAL / "mi350x-hipblaslt-tunning-helper-print-kernel-info-v100200-8192.txt"
+ROTATING = REAL / "mi350x-hipblaslt-tunning-helper-print-kernel-info-rotating-v100200.txt"
+DERIVED = REAL.parents[1] / "derived" / "hipblaslt-bench"
+
+
+def test_print_kernel_info_lines_belong_to_the_row_above():
+    r = hipblaslt_bench.parse(KERNEL_INFO.read_text())
+    assert r.library_version == "100200" and r.truncated is False
+    (row,) = r.rows
+    assert (row.m, row.n, row.k, row.dtype, row.gflops) == (8192, 8192, 8192, "bf16_r", 1.29211e06)
+    assert row.solution_index == 302286
+    name = "Custom_Cijk_Alik_Bljk_BBS_BH_MT256x256x64_MI16x16x1_UserArgs_shortname0_gfx950"
+    assert row.solution_name == row.kernel_name == name
+
+
+def test_the_rotating_buffer_line_is_read_past():
+    (row,) = hipblaslt_bench.parse(ROTATING.read_text()).rows
+    assert (row.m, row.n, row.k, row.solution_index) == (2048, 4096, 10944, 302128)
+    assert dict(row.columns)["rotating_buffer"] == "1002"
+
+
+@pytest.mark.parametrize("name", ["mi350x-v100200-print-kernel-info-cut-after-solution-index.txt",
+                                  "mi350x-v100200-print-kernel-info-cut-after-the-row.txt"])
+def test_kernel_info_cut_short_marks_the_run_truncated(name):
+    assert hipblaslt_bench.parse((DERIVED / name).read_text()).truncated is True
+
+
+def test_kernel_info_without_a_row_is_refused():
+    text = KERNEL_INFO.read_text().splitlines()
+    del text[10]  # the result row: its kernel-info lines now follow the header
+    with pytest.raises(ParseError, match="'--Solution index' line out of place"):
+        hipblaslt_bench.parse("\n".join(text))

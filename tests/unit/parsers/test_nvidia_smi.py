@@ -103,3 +103,33 @@ def test_rejects_amd_smi_boxed_view() -> None:
     text = (FIXTURES / "real" / "amd-smi" / "mi300x-hipfile-docs-known-issues-default-view-7.1.1.txt").read_text()
     with pytest.raises(ParseError, match="nvidia-smi"):
         nvidia_smi.parse(text)
+
+
+# --- driver 580 power keys and section views (issue 31, class 5) -----------------------------------------------------
+
+POWER_580 = "rtx3090-x4-garylvov-dev-env-q-d-power-580.txt"
+DERIVED = FIXTURES / "derived" / "nvidia-smi"
+
+
+def test_query_power_draw_is_read_under_the_580_drivers_average_key() -> None:
+    # 580.65.06 prints 'Average Power Draw' and 'Instantaneous Power Draw' where 565 printed 'Power Draw'
+    rec = _parse(POWER_580)
+    assert [g.power_draw_w for g in rec.gpus] == [13.44, 12.98, 9.52, 31.91]
+    assert [g.power_limit_w for g in rec.gpus] == [480.0, 420.0, 420.0, 450.0]
+    assert rec.driver_version == "580.65.06" and rec.truncated is False
+
+
+def test_a_section_view_saved_without_its_command_line_is_complete() -> None:
+    rec = nvidia_smi.parse((DERIVED / "rtx3090-x4-q-d-power-580-no-command-line.txt").read_text())
+    assert rec.command_line is None and len(rec.gpus) == 4 and rec.truncated is False
+
+
+def test_a_section_view_cut_after_its_last_gpu_line_is_truncated() -> None:
+    rec = nvidia_smi.parse((DERIVED / "rtx3090-x4-q-d-power-580-no-command-line-cut-at-gpu3.txt").read_text())
+    assert len(rec.gpus) == 4 and rec.truncated is True
+
+
+def test_a_full_log_without_its_processes_section_is_still_truncated() -> None:
+    lines = (REAL / "h200-x1-thamada-gls-nvidia-smi-a.txt").read_text().splitlines()
+    cut = lines[:next(i for i, line in enumerate(lines) if line.strip().startswith("Processes"))]
+    assert nvidia_smi.parse("\n".join(cut)).truncated is True
