@@ -94,7 +94,9 @@ def test_firmware_is_the_same_on_every_gpu_and_matches_any_pins(host: Any, amd_g
 def test_ecc_and_xgmi_error_counters_are_zero(host: Any, amd_gpus: int, targets: Any, record: Any) -> None:
     """The ECC and xGMI error counters are within the SKU's limits (zero uncorrectable errors)."""
     metric = amd_smi(host, "metric", "--ecc", "--json")
-    verdicts = extract.verdicts_for("amd-smi", metric, targets)
+    judged = extract.verdicts_for("amd-smi", metric, targets)
+    # the GPU count and identity are test_gpu_presence's; a view without counters keeps them all (never empty)
+    verdicts = [v for v in judged if v.metric.startswith("ecc_")] or judged
     fail_on(verdicts, record)
     xgmi = amd_smi(host, "metric", "--xgmi-err", "--json") if host.exists("amd-smi") else None
     bad = [f"gpu{g.index}: {g.xgmi_error_status}" for g in (xgmi.gpus if xgmi else ())
