@@ -21,6 +21,9 @@ CODES: dict[str, str] = {
     "RF-PARTITION-MISMATCH": "The GPUs run in another partition mode than the targets were chosen for: judge with "
                              "--partition <mode> (inventory validation_partition), or set the mode the node should "
                              "have (`amd-smi set --memory-partition/--compute-partition`, then reload amdgpu).",
+    "RF-CU-COUNT": "The GPU reports another compute-unit count than its SKU has in this partition mode: check the "
+                   "compute partition (`amd-smi static --partition`; judge with --partition <mode>) and the device id; "
+                   "a GPU of the declared SKU and mode with CUs missing is faulty: drain it and RMA.",
     "RF-INCOMPLETE-OUTPUT": "The tool output is cut short (truncated, no closing line, fewer rows than its own header "
                             "declares): nothing in it can pass. Re-run the tool and save its whole output (no head/"
                             "grep, enough disk, no timeout), then judge again.",

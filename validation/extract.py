@@ -281,9 +281,19 @@ def rocminfo(record: Any, profile: TargetProfile) -> list[Verdict]:
 
 
 def amd_smi(record: Any, profile: TargetProfile) -> list[Verdict]:
-    """ECC and xGMI error counters per GPU where the view reports them (a counter printed N/A is not
-    reported, never a zero), else the GPU count."""
+    """The GPU count (missing indices named), which GPUs they are, their memory (validation/identity.py),
+    and ECC and xGMI error counters per GPU where the view reports them (a counter printed N/A is not
+    reported, never a zero), from every view that lists GPUs."""
     verdicts: list[Verdict] = []
+    indices = sorted({gpu.index for gpu in record.gpus})
+    chosen = _amd_smi_gpu_filter(record.command_line)
+    if indices and chosen:
+        verdicts.append(_skip("gpu_count", "node (amd-smi)", len(indices), profile, "count",
+                              f"the view shows only the GPUs its command chose ({chosen}), not the node's"))
+    elif indices:
+        expected = _declared_gpus(profile)
+        missing = sorted(set(range(expected)) - set(indices)) if expected else []
+        verdicts.append(_gpu_count(len(indices), "node (amd-smi)", profile, missing))
     for gpu in record.gpus:
         subject = f"gpu{gpu.index}"
         for metric, value, name in (("ecc_uncorrectable_count", gpu.ecc_uncorrectable, "ecc_uncorrectable"),
@@ -291,7 +301,7 @@ def amd_smi(record: Any, profile: TargetProfile) -> list[Verdict]:
             if value is not None or name in gpu.not_available:
                 verdicts.append(_counter(metric, subject, value, profile, f"amd-smi printed {name} as N/A"))
         verdicts += _xgmi_errors(gpu, subject, profile)
-    verdicts = verdicts or [_gpu_count(len(record.gpus), "node (amd-smi)", profile)]
+    verdicts = verdicts or [_gpu_count(0, "node (amd-smi)", profile)]
     verdicts += identity.judge(identity.from_amd_smi(record), profile)
     if record.links:  # `amd-smi topology`: every GPU pair's link (validation/topology.py)
         verdicts += topology.judge_links(topology.from_amd_smi(record), profile, gpu_count=_declared_gpus(profile))
@@ -344,9 +354,20 @@ def _xgmi_errors(gpu: Any, subject: str, profile: TargetProfile) -> list[Verdict
     return verdicts
 
 
+def _amd_smi_gpu_filter(command_line: str | None) -> str:
+    """`-g 0` / `--gpu 0 1` / `--gpu=all` of a saved amd-smi command: the GPUs it chose ("" = every GPU)."""
+    tokens = _tokens(command_line)
+    for i, token in enumerate(tokens):
+        flag, _, value = token.partition("=")
+        if flag in ("-g", "--gpu"):
+            chosen = [value] if value else list(itertools.takewhile(lambda t: not t.startswith("-"), tokens[i + 1:]))
+            return "" if [c.lower() for c in chosen] in ([], ["all"]) else f"{flag} {' '.join(chosen)}"
+    return ""
+
+
 def nvidia_smi(record: Any, profile: TargetProfile) -> list[Verdict]:
-    """The default table, -q and --query-gpu CSV: GPU count, which GPU it is (name, PCI device id),
-    memory per GPU (MiB as printed -> decimal GB) and uncorrectable ECC errors where the view shows them.
+    """The default table, -q and --query-gpu CSV: GPU count, which GPU it is (name, PCI device id, memory
+    size: validation/identity.py) and uncorrectable ECC errors where the view shows them.
     A process list (--query-compute-apps) names no GPU and is not judged here."""
     if record.view == "apps":
         return []
@@ -354,9 +375,6 @@ def nvidia_smi(record: Any, profile: TargetProfile) -> list[Verdict]:
     verdicts += identity.judge(identity.from_nvidia_smi(record), profile)
     for gpu in record.gpus:
         subject = f"gpu{gpu.index}" + (f" ({gpu.bus_id})" if gpu.bus_id else "")
-        if gpu.memory_total_mib is not None and "vram_per_gpu_gb" in profile:
-            verdicts.append(judge_value("vram_per_gpu_gb", subject, round(gpu.memory_total_mib * (1 << 20) / 1e9, 2),
-                                        profile))
         if "ecc_uncorrectable_count" in profile and (gpu.ecc_uncorrectable_volatile is not None
                                                      or "ecc_uncorrectable_volatile" in gpu.not_available):
             verdicts.append(_counter("ecc_uncorrectable_count", subject, gpu.ecc_uncorrectable_volatile, profile,

@@ -27,6 +27,7 @@ _CODE_BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("gpu_identity", "RF-SKU-MISMATCH"),
     ("gpu_name_pattern", "RF-SKU-MISMATCH"),
     ("gfx_target", "RF-SKU-MISMATCH"),
+    ("compute_unit_count", "RF-CU-COUNT"),
     ("gpu_partition", "RF-PARTITION-MISMATCH"),
     ("idle_throttled", "RF-GPU-THROTTLED"),
     ("idle_temperature", "RF-TEMP-HIGH"),

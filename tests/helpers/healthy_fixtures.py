@@ -26,6 +26,7 @@ HEALTHY: list[tuple[str, str, str, int | None]] = [
     ("amd-smi", "mi300x-x8-amdsmi-changelog-6.1.0-topology.txt", "mi300x", 8),
     ("amd-smi", "mi300x-x8-amdsmi-changelog-6.1.0-xgmi.txt", "mi300x", 8),
     ("amd-smi", "mi300x-x8-rocm-install-docs-ray-default-view-27.0.0.txt", "mi300x", 8),
+    ("amd-smi", "mi300x-x8-rocm-install-docs-ray-default-view-truncated-names-7.0.0.txt", "mi300x", 8),
     ("nvidia-smi", "h100-jdh4-job-data-2023-della-nvidia-smi-a.txt", "h100", 1),
     ("nvidia-smi", "h100-sxm-x8-thamada-gls-nvidia-smi-a.txt", "h100", 8),
     ("nvidia-smi", "h200-x1-rocm-fleet-burnin-clocks-event-reasons-load.txt", "h200", 1),

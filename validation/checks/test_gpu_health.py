@@ -96,7 +96,10 @@ def test_ecc_and_xgmi_error_counters_are_zero(host: Any, amd_gpus: int, targets:
     GPUs, which keep their xGMI link errors in the XGMI_WAFL RAS block: both are read, and a counter
     printed N/A is not reported, never a zero (validation/extract.py)."""
     metric = amd_smi(host, "metric", "--ecc", "--ecc-blocks", "--xgmi-err", "--json")
-    fail_on(extract.verdicts_for("amd-smi", metric, targets), record)
+    judged = extract.verdicts_for("amd-smi", metric, targets)
+    # the GPU count and identity are test_gpu_presence's; a view without counters keeps them all (never empty)
+    verdicts = [v for v in judged if v.metric.startswith(("ecc_", "xgmi_"))] or judged
+    fail_on(verdicts, record)
 
 
 def test_kernel_log_has_no_amdgpu_errors(host: Any, amd_gpus: int) -> None:

@@ -1,4 +1,8 @@
-"""`rocm-fleet judge --profile SKU FILE...`: verdicts for tool outputs saved by hand.
+"""`rocm-fleet judge [--profile SKU] FILE...`: verdicts for tool outputs saved by hand.
+
+Without --profile the profile is the one the outputs' GPUs show (PCI device id, market name, gfx target,
+partition mode); outputs that fit several (a GPU family, a possible VF, a partitioned GPU whose memory mode
+is not shown, mixed GPUs) are refused with the candidates (exit 2).
 
 Each FILE is `TOOL:PATH` or a plain path whose tool is recognised from its content (the one
 parser that accepts it; files over 8 MiB must name their tool). Every input is read with a size limit
@@ -19,7 +23,7 @@ import re
 import sys
 from pathlib import Path
 
-from validation import baseline, extract, inputs, parsers, saved_activity
+from validation import baseline, extract, inputs, parsers, saved_activity, sku_choice
 from validation.errors import ParseError, RocmFleetError
 from validation.judge import Verdict, aggregate
 from validation.parsers._text import printable
@@ -31,7 +35,9 @@ from validation.targets.model import TargetProfile
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("judge", help="judge saved tool outputs against a SKU's targets",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--profile", required=True, metavar="SKU", help="target profile, e.g. mi300x (see `targets list`)")
+    p.add_argument("--profile", default=None, metavar="SKU",
+                   help="target profile, e.g. mi300x (see `targets list`); default: the one the outputs' GPUs show "
+                   "(device id, name, gfx target), refused with the candidates when they fit several")
     p.add_argument("--gpus", type=int, default=None, help="GPU count the outputs were taken with (default: SKU's)")
     p.add_argument("--partition", default=None, help="partition mode, e.g. CPX/NPS4")
     p.add_argument("--strict", action="store_true", help="WARN counts as failure")
@@ -154,15 +160,29 @@ def beside_busy_notes(results: list[tuple[str, str, list[Verdict]]]) -> dict[str
     return {file: notes for file, tool, _ in results if notes and tool in extract.PERFORMANCE_TOOLS}
 
 
+def _choose_profile(args: argparse.Namespace, parsed: list[tuple[Path, str, object]]) -> None:
+    """--profile (and --partition) from what the outputs show, when the user gave no profile."""
+    if args.profile is not None:
+        return
+    choice = sku_choice.choose([(str(path), tool, record) for path, tool, record in parsed], partition=args.partition)
+    args.profile, args.partition = choice.profile, choice.partition
+    mode = f" --partition {choice.partition}" if choice.partition else ""
+    print(f"rocm-fleet: judging with --profile {choice.profile}{mode}, chosen from the outputs: {choice.evidence}",
+          file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
-    default = _targets(args, args.gpus)
-    results = []
     limit = inputs.limit_bytes(args.max_input_mb)
+    parsed: list[tuple[Path, str, object]] = []
     for spec in args.files:
         tool, path = split_spec(spec)
         text = inputs.read_text(path, limit)
         tool = tool or detect(path, text)
-        record = parsers.parse(tool, text)
+        parsed.append((path, tool, parsers.parse(tool, text)))
+    _choose_profile(args, parsed)
+    default = _targets(args, args.gpus)
+    results = []
+    for path, tool, record in parsed:
         profile = default
         ranks = getattr(record, "ranks", None)
         if args.gpus is None and ranks and ranks != default.gpu_count:
