@@ -188,33 +188,41 @@ def idle_phase(out: Path, runs: int) -> list[dict[str, Any]]:
     return rows
 
 
-def loads_phase(out: Path, baseline: Path | None) -> list[dict[str, Any]]:
+LOADED_CASES = ("pre-load", "memory-only", "late-load", "mid-load", "copy-only")
+
+
+def loads_phase(out: Path, baseline: Path | None, cases: tuple[str, ...] = LOADED_CASES) -> list[dict[str, Any]]:
     base = ("--baseline", str(baseline)) if baseline else ()
     rows = []
-    proc = load(MATMUL, 120, out / "pre-load.log")
-    rows.append(quick(out, "pre-load", *base))
-    proc.terminate()
-    proc.wait()
-    proc = load(MEMORY, 120, out / "memory-only.log")
-    rows.append(quick(out, "memory-only", *base))
-    proc.terminate()
-    proc.wait()
+    if "pre-load" in cases:
+        proc = load(MATMUL, 120, out / "pre-load.log")
+        rows.append(quick(out, "pre-load", *base))
+        proc.terminate()
+        proc.wait()
+    if "memory-only" in cases:
+        proc = load(MEMORY, 120, out / "memory-only.log")
+        rows.append(quick(out, "memory-only", *base))
+        proc.terminate()
+        proc.wait()
 
     def late(results: Path, node: str) -> subprocess.Popen:
         wait_for_check(results, node, PREFLIGHT)
         return load(MATMUL, 300, out / "late-load.log")
-    rows.append(quick(out, "late-load", *base, during=late))
+    if "late-load" in cases:
+        rows.append(quick(out, "late-load", *base, during=late))
 
     def mid(results: Path, node: str) -> subprocess.Popen:
         wait_for_check(results, node, PREFLIGHT)
         time.sleep(20)
         return load(MATMUL, 25, out / "mid-load.log")
-    rows.append(quick(out, "mid-load", *base, during=mid))
+    if "mid-load" in cases:
+        rows.append(quick(out, "mid-load", *base, during=mid))
 
     def copies(results: Path, node: str) -> subprocess.Popen:
         wait_for_check(results, node, HOST_COPY, started=True)
         return load(COPIES, 30, out / "copy-only.log")
-    rows.append(quick(out, "copy-only", *base, during=copies))
+    if "copy-only" in cases:
+        rows.append(quick(out, "copy-only", *base, during=copies))
     return rows
 
 
@@ -240,12 +248,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--baseline", type=Path, default=None,
                    help="site baseline for the loaded cases (made by the idle phase), so their numbers are judged")
+    p.add_argument("--cases", default=",".join(LOADED_CASES),
+                   help="the loaded cases to run, comma-separated (default all: " + ",".join(LOADED_CASES) + ")")
     p.add_argument("--known", action="append", default=[], metavar="CODE=WHY",
                    help="a code every idle run of this machine fails for a reason of its own, left out of the "
                    "verdicts and named in the table")
     args = p.parse_args(argv)
     if args.baseline is not None and not args.baseline.is_file():
         print(f"gpu_fault_matrix: no baseline file {args.baseline}", file=sys.stderr)
+        return 2
+    cases = tuple(c for c in args.cases.split(",") if c)
+    if unknown := [c for c in cases if c not in LOADED_CASES]:
+        print(f"gpu_fault_matrix: no case {', '.join(unknown)}; cases: {', '.join(LOADED_CASES)}", file=sys.stderr)
         return 2
     for item in args.known:
         code, _, why = item.partition("=")
@@ -256,9 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.phase == "idle":
         rows = idle_phase(args.out, args.runs)
     elif args.phase == "loads":
-        rows = loads_phase(args.out, args.baseline)
+        rows = loads_phase(args.out, args.baseline, cases)
     else:
-        rows = [quick(args.out, f"idle-{i}") for i in range(1, args.runs + 1)] + loads_phase(args.out, None)
+        rows = [quick(args.out, f"idle-{i}") for i in range(1, args.runs + 1)] + loads_phase(args.out, None, cases)
     text = table(rows)
     watch = [{"case": r["node"], **{k: v for k, v in (r["doc"].get("watch") or {}).items() if k != "run"}}
              for r in rows]
