@@ -146,11 +146,22 @@ def test_cpx_partition_makes_gemm_record_only_as_rvs_target_stress_0():
     assert "target_stress: 0" in t.source
 
 
-def test_mi308x_has_no_xgmi_limit():
+def test_mi308x_is_an_xgmi_mesh_without_a_published_xgmi_bandwidth():
     p = load_targets("mi308x", gpu_count=8)
-    assert p.get("xgmi_pair_gb_s").record_only
+    assert (p.get("topology_link_type").threshold, p.get("topology_hops").threshold) == ("XGMI", 1)
+    assert not p.get("xgmi_error_count").record_only
+    assert p.get("xgmi_pair_gb_s").record_only and p.get("xgmi_pair_gb_s").value is None
     assert p.get("allreduce_busbw_8g_gb_s").record_only
     assert p.get("pci_device_id").value == "0x74a2"
+
+
+def test_mi308x_gemm_and_power_come_from_its_own_rvs_confs():
+    p = load_targets("mi308x")
+    assert p.get("gemm_bf16_rand_tflops").threshold == pytest.approx(174.364 * 0.95)
+    assert "rvs/conf/MI308X/gst_single.conf" in p.get("gemm_fp8_trig_tflops").source
+    assert p.get("gemm_fp64_tflops").record_only and p.get("gemm_fp64_tflops").value is None
+    assert p.get("iet_power_w").threshold == pytest.approx(617.5)
+    assert p.get("idle_temperature_max_c").record_only
 
 
 def test_uncertain_sources_keep_the_word_uncertain():

@@ -32,6 +32,9 @@ GPU5_NODE0 = "derived/rocm-smi/mi300x-augmxnt-showtopo-gpu5-numa-node0.txt"
 LSCPU_2NODES = "real/lscpu/h100-node-jdh4-job-data-2023-della-lscpu.txt"
 LSCPU_1NODE = "real/lscpu/lab-kvm-1socket-lscpu.txt"
 H100_TOPO = "real/nvidia-smi-topo/h100-x8-ml-engineering-network-topo-m.txt"
+MI308X_SHOWTOPO = "real/rocm-smi/mi308x-x8-ms-swift-amd-support-showtopo.txt"
+MI308X_PCIE_PAIR = "derived/rocm-smi/mi308x-ms-swift-showtopo-gpu2-gpu5-pcie.txt"
+MI308X_TWO_HOPS = "derived/rocm-smi/mi308x-ms-swift-showtopo-gpu0-gpu7-two-hops.txt"
 
 
 def rocm(path: str) -> topology.Topology:
@@ -96,11 +99,23 @@ def test_a_declared_gpu_absent_from_the_topology_fails_every_pair_it_is_in(mi300
     assert "gpu0 -> gpu8" in {v.subject for v in missing}
 
 
-def test_mi308x_expects_pcie_so_the_mi300x_xgmi_output_fails_there() -> None:
-    verdicts = topology.judge_links(rocm(SHOWTOPO), load_targets("mi308x"), gpu_count=8)
-    link = [v for v in verdicts if v.metric == "topology_link_type"]
-    assert {v.status for v in link} == {Status.FAIL}
-    assert link[0].reason.startswith("gpu0 -> gpu1: XGMI, expected PCIE")
+# issue 31: the mi308x profile expected PCIE (from a config comment) and failed all 56 links of this node
+def test_real_mi308x_showtopo_passes_xgmi_and_one_hop_on_every_pair() -> None:
+    verdicts = topology.judge_links(rocm(MI308X_SHOWTOPO), load_targets("mi308x"), gpu_count=8)
+    assert by_status(verdicts) == {("topology_link_type", "pass"): 56, ("topology_hops", "pass"): 56,
+                                   ("topology_weight", "skip"): 56}
+
+
+@pytest.mark.parametrize("path, metric, code", [
+    (MI308X_PCIE_PAIR, "topology_link_type", "RF-TOPO-LINK-TYPE"),
+    (MI308X_TWO_HOPS, "topology_hops", "RF-TOPO-HOPS"),
+], ids=["pcie-pair", "two-hops"])
+def test_an_mi308x_pair_off_the_xgmi_mesh_fails_naming_both_directions(path: str, metric: str, code: str) -> None:
+    verdicts = topology.judge_links(rocm(path), load_targets("mi308x"), gpu_count=8)
+    failed = [v for v in verdicts if v.status is Status.FAIL]
+    assert {v.metric for v in failed} == {metric} and {v.code for v in failed} == {code}
+    assert len(failed) == 2 and failed[0].subject.split(" -> ")[::-1] == failed[1].subject.split(" -> ")
+    assert "tests/fixtures/real/rocm-smi/mi308x-x8-ms-swift-amd-support-showtopo.txt" in failed[0].reason
 
 
 def test_real_h100_topo_matches_nv18_and_an_a100_node_does_not() -> None:
