@@ -32,6 +32,7 @@ HEALTHY: list[tuple[str, str, str, int | None]] = [
     ("amd-smi", "mi300x-x8-rocm-install-docs-ray-default-view-truncated-names-7.0.0.txt", "mi300x", 8),
     ("nvidia-smi", "h100-jdh4-job-data-2023-della-nvidia-smi-a.txt", "h100", 1),
     ("nvidia-smi", "h100-sxm-x8-thamada-gls-nvidia-smi-a.txt", "h100", 8),
+    ("nccl-tests", "h100-16gpu-2node-a3mega-ztan-allreduce.txt", "h100", 16),
     ("nvidia-smi", "h200-x1-rocm-fleet-burnin-clocks-event-reasons-load.txt", "h200", 1),
     ("nvidia-smi", "h200-x1-rocm-fleet-idle-q-utilization-memory-clock-performance-pids.txt", "h200", 1),
     ("nvidia-smi", "h200-x1-rocm-fleet-idle-query-gpu-util-mem-clocks.txt", "h200", 1),

@@ -51,3 +51,12 @@ def test_a_drop_at_the_reference_sizes_or_beyond_the_report_flag_fails_naming_it
     rc, verdict = dip(capsys, DERIVED / name, gpus)
     assert rc == 1 and (verdict["status"], verdict["code"]) == ("fail", "RF-RCCL-DIP")
     assert step in verdict["reason"]
+
+
+def test_a_healthy_published_two_node_nccl_run_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    """A real 16-GPU, two-node H100 all_reduce (GCP A3 Mega, public): no false FAIL from the dip rule."""
+    path = FIX / "real/nccl-tests/h100-16gpu-2node-a3mega-ztan-allreduce.txt"
+    rc = main(["judge", "--profile", "h100", "--gpus", "16", "--json", str(path)])
+    doc = json.loads(capsys.readouterr().out)
+    (verdict,) = [v for f in doc["files"] for v in f["verdicts"] if v["metric"] == "collective_busbw_dip_max_fraction"]
+    assert rc == 0 and doc["status"] == "pass" and verdict["status"] == "pass"
