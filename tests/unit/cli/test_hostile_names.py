@@ -92,8 +92,16 @@ def test_acceptance_yml_passes_names_as_option_values() -> None:
 
 def test_the_fleet_report_step_reads_nodes_named_like_options_as_names_and_refuses_them(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from plugins.action.fleet_report import report_argv  # the argv the playbooks' report step runs
+    import importlib.util
+
     from validation import cli
+
+    # the argv the playbooks' report step runs (plugins/ is no package on the import path: loaded by file)
+    spec = importlib.util.spec_from_file_location("_fleet_report_action", ROOT / "plugins/action/fleet_report.py")
+    assert spec is not None and spec.loader is not None
+    action = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(action)
+    report_argv = action.report_argv
 
     (tmp_path / "run").mkdir()
     argv = report_argv({"results": str(tmp_path / "run"), "expect": ["n1", "--json"], "unreachable": ["--out=/x"],
