@@ -31,7 +31,7 @@ from validation import judged, peers
 from validation.errors import RocmFleetError
 from validation.report.fleet_text import MeasurementSpool
 from validation.report.html import DETAIL_NODES
-from validation.report.load import claimed, conflict, read_node_document
+from validation.report.load import Claims, read_node_document
 
 PARALLEL_MIN_FILES = 256   # fewer files are read in this process: a worker costs more than it saves
 MAX_JOBS = 8               # past this the joining and the report's rendering, not the reading, take the time
@@ -150,19 +150,15 @@ def _join(parts: list[_Part], jobs: int) -> Gathered:
     """The parts in file order, refusing a second document for one host, raising the first error."""
     first = parts[0]
     nodes: list[dict[str, Any]] = []
-    seen: dict[str, Path] = {}
-    kept: dict[str, dict[str, Any]] = {}
+    claims = Claims()
     for part in parts:
         for path, doc in part.docs:
-            own = claimed(path, doc, seen)
-            if own is None:            # the node fails; the second document's numbers may stay in the batch
-                conflict(kept[doc["host"]], seen[doc["host"]], path)
-                continue
-            kept[own["host"]] = own
-            nodes.append(own)
+            own = claims.take(path, doc)   # None: the node fails; this document's numbers may stay in the batch
+            if own is not None:
+                nodes.append(own)
         if part.error is not None:
             raise part.error
         if part is not first:
             first.batch.extend(part.batch)
             first.spool.extend(part.spool)
-    return Gathered(nodes=nodes, sources=seen, batch=first.batch, spool=first.spool, jobs=jobs)
+    return Gathered(nodes=nodes, sources=claims.sources, batch=first.batch, spool=first.spool, jobs=jobs)

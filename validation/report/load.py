@@ -110,18 +110,29 @@ def iter_run(directory: Path, *, max_input_mb: float | None = None) -> Iterator[
     """The node documents of a results directory one at a time, in file name order, validated."""
     if not directory.is_dir():
         raise RocmFleetError(f"{directory} is not a directory of results documents")
-    seen: dict[str, Path] = {}
-    kept: dict[str, dict[str, Any]] = {}
+    claims = Claims()
     for path in sorted(directory.glob("*.json")):
         doc = read_node_document(path, max_input_mb=max_input_mb)
-        if doc is None:
-            continue
-        own = claimed(path, doc, seen)
+        if doc is not None and (own := claims.take(path, doc)) is not None:
+            yield own
+
+
+class Claims:
+    """Which file each node's results come from, as documents are read in file order: the first document
+    for a node is its own; a later one fails that node (`conflict`) and is left out."""
+
+    def __init__(self) -> None:
+        self.sources: dict[str, Path] = {}           # host -> the file its document was read from
+        self._kept: dict[str, dict[str, Any]] = {}
+
+    def take(self, path: Path, doc: dict[str, Any]) -> dict[str, Any] | None:
+        """The document to use for `path` (`doc`, or a failing stand-in), None when it is left out."""
+        own = claimed(path, doc, self.sources)
         if own is None:
-            conflict(kept[doc["host"]], seen[doc["host"]], path)
-            continue
-        kept[own["host"]] = own
-        yield own
+            conflict(self._kept[doc["host"]], self.sources[doc["host"]], path)
+            return None
+        self._kept[own["host"]] = own
+        return own
 
 
 def claimed(path: Path, doc: dict[str, Any], seen: dict[str, Path]) -> dict[str, Any] | None:
