@@ -175,10 +175,15 @@ def declared_problems(variables: Mapping[str, Any], roles_dir: Path = ROLES_DIR)
     nested option), by Ansible's own validator, as the role would at its start: `spec`, `validate` and
     the playbooks' preflight refuse the node's variables before anything reads them. A value still to be
     templated is left to the role; where no roles/ is beside the suite (an installed wheel on a node)
-    there is nothing to check against, and validate.yml's role checked them on the controller."""
+    there is nothing to check against, and validate.yml's role checked them on the controller. A checkout
+    run on a GPU node without ansible-core (nodes install the suite --no-deps) has no validator: the roles
+    check the same specs when they converge."""
     if not roles_dir.is_dir():
         return []
-    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    try:
+        from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    except ImportError:
+        return []
 
     options = argument_options(roles_dir)
     given = {name: value for name, value in variables.items() if name in options and not _templated(value)}
