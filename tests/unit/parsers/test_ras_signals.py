@@ -20,7 +20,8 @@ def text(path: str) -> str:
 
 
 def test_rocm_amd_smi_cper_table_gives_each_gpus_fatal_record_and_afid() -> None:
-    record = amd_smi_ras.parse_cper(text("amd-smi-ras/unknown-x8-amdsmi-docs-cli-tool-ras-cper-severity-all-afid30.txt"))
+    record = amd_smi_ras.parse_cper(text("amd-smi-ras/unknown-x8-amdsmi-docs-cli-tool-ras-cper-severity-all-"
+                                         "afid30.txt"))
     assert record.command_line == "sudo amd-smi ras --cper --severity all --folder /tmp/cper_dump/"
     assert [e.gpu for e in record.entries] == [0, 1, 2, 3, 4, 5, 6, 7]
     assert {e.severity for e in record.entries} == {"fatal"}
@@ -29,7 +30,8 @@ def test_rocm_amd_smi_cper_table_gives_each_gpus_fatal_record_and_afid() -> None
 
 
 def test_host_amd_smi_cper_row_with_two_afids_and_lower_case_severity() -> None:
-    record = amd_smi_ras.parse_cper(text("amd-smi-ras/mi300-host-mxgpu-docs-cli-usage-ras-cper-fatal-afid24-29.txt"))
+    record = amd_smi_ras.parse_cper(text("amd-smi-ras/mi300-host-mxgpu-docs-cli-usage-ras-cper-fatal-"
+                                         "afid24-29.txt"))
     assert [(e.gpu, e.severity, e.afids) for e in record.entries] == [(0, "fatal", (24,)), (1, "fatal", (24, 29))]
     assert record.entries[1].timestamp == "07/10/2025 09:04:15"
 
@@ -54,7 +56,8 @@ def test_bad_pages_printed_na_is_not_a_zero() -> None:
 
 
 def test_sysfs_bad_pages_count_retired_and_pending() -> None:
-    pages = amd_smi_ras.parse_vram_bad_pages(text("sysfs-ras/linux-amdgpu-ras-kernel-doc-gpu-vram-bad-pages-example.txt"))
+    pages = amd_smi_ras.parse_vram_bad_pages(text("sysfs-ras/linux-amdgpu-ras-kernel-doc-gpu-vram-bad-pages-"
+                                                  "example.txt"))
     assert (pages.retired, pages.pending, pages.unreservable) == (1, 1, 0)
 
 
