@@ -7,11 +7,12 @@ and what was seen. Validate judges the node as it is now (`before=None`); the he
 changed since the last run (`before` from validation/checks/health.py's HealthState): a counter that went
 down was reset (reboot, driver reload) and starts over.
 
-Sources of each rule (docs/checks.md says them for operators):
-- CPER severities: UEFI CPER as amdsmi docs/conceptual/ras.md lists them (fatal, non-fatal uncorrected,
-  corrected, informational). A fatal record fails at once. AFIDs are named; AMD publishes their meaning and
-  service action in its AFID Event List (docs.amd.com, AMD Field ID 70122), which no public source we found
-  carries as text, so no AFID is mapped to an action here (AFID_SERVICE_ACTIONS is empty on purpose).
+Sources of each rule (docs/health.md says them for operators):
+- CPER severities: UEFI CPER as the amdsmi RAS page (github.com/ROCm/amdsmi, conceptual/ras) lists
+  them (fatal, non-fatal uncorrected, corrected, informational). A fatal record fails at once. AFIDs
+  are named; AMD publishes their meaning and service action in its AFID Event List (docs.amd.com, AMD
+  Field ID 70122), which no public source we found carries as text, so no AFID is mapped to an action
+  here (AFID_SERVICE_ACTIONS is empty on purpose).
 - Bad pages: amdgpu retires a page (R) or holds it pending (P) until the next driver load
   (drivers/gpu/drm/amd/amdgpu/amdgpu_ras.c, gpu_vram_bad_pages). Its RMA threshold is computed per device
   from the module parameter bad_page_threshold (-1 default, -2 "determined by a formula") and the EEPROM

@@ -7,8 +7,8 @@ Formats, each with a real fixture (tests/fixtures/real/amd-smi/SOURCES.md, sysfs
 - `ras --cper`, ROCm amd-smi: a table `timestamp gpu_id severity file_name list of afids`, one row per
   record, timestamp `2000/06/27 10:45:13`, severity upper case (FATAL); the AMD host (MxGPU) amd-smi
   prints the same columns with `07/10/2025 09:03:09` and lower case (fatal), and several AFIDs per row.
-  Severities are CPER's (UEFI N.2.1, as amdsmi docs/conceptual/ras.md lists them): fatal, non-fatal
-  uncorrected (recoverable), corrected, informational; amd-smi's `--severity` spells them
+  Severities are CPER's (UEFI N.2.1, as the amdsmi RAS page, github.com/ROCm/amdsmi conceptual/ras, lists
+  them): fatal, non-fatal uncorrected (recoverable), corrected, informational; amd-smi's `--severity` spells them
   fatal / nonfatal-uncorrected / nonfatal-corrected / all. No row at all means no record.
 - `bad-pages`: a `GPU: N` tree with RETIRED / PENDING / UN_RES, each "No bad pages found.", "N/A", or
   one or more page entries (PAGE_ADDRESS, PAGE_SIZE, STATUS); amdsmi_cli/amdsmi_commands.py prints
