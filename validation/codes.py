@@ -61,6 +61,34 @@ CODES: dict[str, str] = {
     "RF-XGMI-ERRORS": "xGMI error counters are non-zero: record `amd-smi metric --ecc-blocks` (XGMI_WAFL; "
                       "`rocm-smi --showxgmierr` on MI2xx), reset counters and re-test; reseat the UBB / RMA if "
                       "they grow.",
+    # --- RAS signals (validation/ras.py; validate and the health mode's deltas)
+    "RF-CPER-FATAL": "A fatal (uncorrectable) CPER record was written for the named GPU: drain the node at once; "
+                     "save the records (`amd-smi ras --cper --severity all --folder DIR`) and the AFIDs "
+                     "(`amd-smi ras --afid --cper-file FILE`), look each AFID up in AMD's AFID Event List "
+                     "(docs.amd.com, AMD Field ID 70122) for its service action, and open a support case / RMA "
+                     "with the .cper files.",
+    "RF-CPER-NONFATAL": "Non-fatal (uncorrected-recoverable or corrected) CPER records grew on the named GPU: save "
+                        "them (`amd-smi ras --cper --severity all --folder DIR`), look their AFIDs up in AMD's AFID "
+                        "Event List, and watch the rate; drain and run the vendor diagnostics if they keep growing.",
+    "RF-BAD-PAGES": "The named GPU has pages pending retirement, or its retired pages reached the bad-page threshold "
+                    "(the count at which amdgpu raises its RMA event): drain the node; pending pages are retired at "
+                    "the next driver load (reboot) - re-validate after it; at or over the threshold, RMA the GPU "
+                    "with `amd-smi bad-pages` and the CPER records.",
+    "RF-BAD-PAGES-GREW": "Retired pages grew on the named GPU since the last run, below the threshold: the memory "
+                         "is degrading; record `amd-smi bad-pages` and `amd-smi metric --ecc`, keep the node in "
+                         "service but plan an RMA if the count keeps growing.",
+    "RF-PCIE-AER-FATAL": "An uncorrectable fatal PCIe error (AER) was reported for the named GPU or its port: "
+                         "drain the node; collect `dmesg`, `lspci -vvv -s <bdf>` and the BMC SEL, cold-boot, "
+                         "reseat the GPU/retimer cables; RMA the GPU or baseboard if it recurs.",
+    "RF-PCIE-AER": "Non-fatal uncorrectable or corrected PCIe errors (AER) grew on the named device: check the "
+                   "link (`lspci -vvv`: LnkSta, CESta/UESta), retimer and riser seating and BIOS/firmware; drain "
+                   "and reseat if they keep growing.",
+    "RF-MCE": "The kernel logged machine-check events: read them (`ras-mc-ctl --errors` with rasdaemon, "
+              "`journalctl -k | grep -i 'hardware error'`, the BMC SEL) to find the CPU, DIMM or GPU bank; "
+              "drain the node until the source is known.",
+    "RF-PCIE-REPLAY": "PCIe replay, NAK or recovery counters grew on the named GPU (`amd-smi metric --pcie`): the "
+                      "link is retrying transfers; check its speed/width, the retimer and riser cables and BIOS "
+                      "PCIe settings; reseat, and RMA if the counters keep growing after a cold boot.",
     "RF-POWER-LOW": "Could not reach the power target: check the power cap, PSU redundancy and BMC power "
                     "limits; re-run IET.",
     "RF-TEMP-HIGH": "GPU too hot: check fans, airflow and inlet temperature (BMC); re-check when idle.",

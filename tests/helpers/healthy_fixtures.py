@@ -82,6 +82,7 @@ UNDER_LOAD: list[tuple[str, str, str, int | None]] = [
 # Healthy machines whose published output was cut by its author ("[output truncated]", "[...]", "...",
 # <SNIP>): never a pass, an ERROR naming the cut (SOURCES.md marks each "truncated").
 CUT: list[tuple[str, str, str]] = [
+    ("amd-smi", "mi3xx-x2-amdsmi-changelog-6.3.0-metric-pcie.txt", "mi300x"),
     ("amd-smi", "mi300x-amdsmi-changelog-7.1.0-metric-elided-xgmi-err-na.txt", "mi300x"),
     ("amd-smi", "mi300x-rocm-blogs-amd-smi-overview-firmware.txt", "mi300x"),
     ("amd-smi", "mi300x-rocm-blogs-amd-smi-overview-list.txt", "mi300x"),
@@ -148,6 +149,7 @@ NO_PROFILE_OR_REFUSED = {
         "mi210-rocm-blogs-roc-profiling-sysinfo.txt",
     ],
     "amd-smi": [
+        "unknown-amdsmi-changelog-6.1.0-metric-P-pcie-l0-recovery-1.txt",     # unknown GPU (PCIe Gen4): no SKU
         "mi210-device-metrics-exporter-test-static-json-gpu-data.txt",
         "mi300a-amdsmi-cli-readme-static.txt",
         "mi300a-x4-rocm-issue4411-process-none-6.3.1.txt",

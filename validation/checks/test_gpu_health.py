@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from validation import extract, parsers
+from validation import extract, parsers, ras
 from validation.checks.outcome import CheckFailure, expect
 from validation.checks.tools import run_tool, skip_unless_driver_loaded
 from validation.errors import ParseError
 from validation.judge import judge_value
+from validation.parsers import amd_smi_ras, dmesg
 from validation.records import FAILING
 from validation.spec import gpu_vendor
 
@@ -108,3 +109,85 @@ def test_kernel_log_has_no_amdgpu_errors(host: Any, amd_gpus: int) -> None:
     expect(out.rc == 0, "RF-TOOL-FAILED", f"dmesg could not be read (rc {out.rc}); run the checks as root")
     lines = [line for line in out.stdout.splitlines() if "amdgpu" in line.lower()]
     expect(not lines, "RF-AMDGPU-KERNEL-ERRORS", f"{len(lines)} amdgpu error lines, first: {lines[:3]}")
+
+
+# --- RAS signals (validation/ras.py): CPER records, bad pages, PCIe AER and machine checks, PCIe counters
+
+CPER_FOLDER = "/run/rocm-fleet/cper"       # amd-smi writes each record there as a .cper file (cleared at boot)
+
+
+def amd_smi_text(host: Any, command: str, what: str) -> str:
+    """The text of `amd-smi <command>`; a release without the command is RF-NOT-REPORTED, never a pass."""
+    out = run_tool(host, f"amd-smi {command}", timeout_s=60)
+    said = (out.stderr or out.stdout).strip()[:200]
+    expect(out.rc == 0, "RF-NOT-REPORTED", f"amd-smi {command} exited {out.rc} ({said}): "
+           f"{what} cannot be read on this node; amd-smi 6.4+ (ROCm 6.4) has it, and it runs as root")
+    return str(out.stdout)
+
+
+def test_no_gpu_has_a_fatal_cper_record(host: Any, amd_gpus: int, record: Any) -> None:
+    """No GPU has a fatal CPER record (AMD's hardware error records, `amd-smi ras --cper`); non-fatal and
+    corrected records are counted in the results."""
+    text = amd_smi_text(host, f"ras --cper --severity all --folder {CPER_FOLDER}", "CPER records")
+    try:
+        entries = amd_smi_ras.parse_cper(text).entries if text.strip() else ()
+    except ParseError as exc:
+        raise CheckFailure("RF-TOOL-FAILED", f"amd-smi ras --cper output not understood: {exc}") from exc
+    counts = ras.cper_counts(entries)
+    for gpu in range(amd_gpus):
+        bucket = counts.get(f"gpu{gpu}", {"fatal": 0, "nonfatal": 0})
+        record("cper_fatal_records", f"gpu{gpu}", bucket["fatal"], "count", higher_is_better=False,
+               status="fail" if bucket["fatal"] else "pass")
+        record("cper_nonfatal_records", f"gpu{gpu}", bucket["nonfatal"], "count", higher_is_better=False,
+               status="pass")
+    findings = ras.cper_findings(entries)
+    expect(not findings, "RF-CPER-FATAL", "; ".join(f.message for f in findings))
+
+
+def test_no_gpu_has_pages_pending_retirement(host: Any, amd_gpus: int, record: Any) -> None:
+    """No GPU has pages pending retirement (`amd-smi bad-pages`); retired pages are counted, and judged against
+    a threshold only where one is known (validation/ras.py says why AMD's is not)."""
+    text = amd_smi_text(host, "bad-pages", "retired and pending pages")
+    try:
+        pages = amd_smi_ras.parse_bad_pages(text)
+    except ParseError as exc:
+        raise CheckFailure("RF-TOOL-FAILED", f"amd-smi bad-pages output not understood: {exc}") from exc
+    expect(not pages.truncated, "RF-INCOMPLETE-OUTPUT", "amd-smi bad-pages output is cut short")
+    for p in pages.gpus:
+        record("bad_pages_retired", f"gpu{p.gpu}", p.retired, "pages", higher_is_better=False,
+               status="pass" if p.retired is not None else "error",
+               reason=f"recorded, not judged: {ras.BAD_PAGE_THRESHOLD_BASIS}")
+    findings = ras.bad_pages_findings(pages.gpus)
+    expect(not findings, findings[0].code if findings else "RF-BAD-PAGES", "; ".join(f.message for f in findings))
+
+
+def test_kernel_log_has_no_fatal_pcie_error_or_machine_check(host: Any, amd_gpus: int, record: Any) -> None:
+    """The kernel log has no uncorrectable fatal PCIe error (AER, on a GPU's port or any other) and no
+    machine-check events; non-fatal and corrected AER reports are counted in the results."""
+    out = run_tool(host, "dmesg", timeout_s=30)
+    expect(out.rc == 0, "RF-TOOL-FAILED", f"dmesg could not be read (rc {out.rc}); run the checks as root")
+    try:
+        errors = dmesg.hardware_errors(dmesg.parse(out.stdout)) if out.stdout.strip() else ()
+    except ParseError as exc:
+        raise CheckFailure("RF-TOOL-FAILED", f"kernel log not understood: {exc}") from exc
+    for kind, count in ras.kernel_counts(errors).items():
+        record(f"kernel_{kind.replace('-', '_')}_reports", "node", count, "count", higher_is_better=False,
+               status="fail" if count and kind in (dmesg.AER_FATAL, dmesg.MCE) else "pass")
+    findings = ras.kernel_findings(errors, nonfatal_fail=False)
+    expect(not findings, findings[0].code if findings else "RF-MCE", "; ".join(f.message for f in findings))
+
+
+def test_pcie_link_error_counters_are_reported(host: Any, amd_gpus: int, record: Any) -> None:
+    """Every GPU reports its PCIe replay, NAK and recovery counters (`amd-smi metric --pcie`); their totals go
+    into the results (growth is judged by the health mode)."""
+    metric = amd_smi(host, "metric", "--pcie", "--json")
+    missing = []
+    for g in metric.gpus:
+        for name in ras.PCIE_COUNTERS:
+            if name in g.pcie_errors:
+                record(f"pcie_{name}", f"gpu{g.index}", g.pcie_errors[name], "count", higher_is_better=False,
+                       status="pass")
+        if not g.pcie_errors:
+            missing.append(f"gpu{g.index}{' (' + g.bdf + ')' if g.bdf else ''}")
+    expect(not missing, "RF-NOT-REPORTED", f"no PCIe replay/NAK/recovery counter reported for {', '.join(missing)} "
+           "(amd-smi printed them N/A or not at all)")

@@ -8,6 +8,11 @@ compares the node with the health memory the previous run left (validation/check
   have grown; a counter that went down was reset (reboot, driver reload) and starts over;
 - the kernel log must hold no new GPU error line (amdgpu at error level, NVIDIA `NVRM: Xid`)
   since the last run's position (boot id and seconds since boot);
+- RAS signals (validation/ras.py) must not have grown: CPER records (a new fatal one fails RF-CPER-FATAL,
+  new non-fatal ones RF-CPER-NONFATAL), bad pages (pending: RF-BAD-PAGES; retired grew: RF-BAD-PAGES-GREW),
+  PCIe AER and machine checks in the kernel log (RF-PCIE-AER-FATAL, RF-PCIE-AER, RF-MCE), PCIe replay /
+  NAK / recovery counters (RF-PCIE-REPLAY) and the xGMI XGMI_WAFL counters (RF-XGMI-ERRORS); one bounded
+  tool call per signal family;
 - the GPU firmware must be the set the node recorded; a change fails until an operator takes
   it (`rocm-fleet health --accept-changes`, after a validation passed on the new firmware);
 - no process may be left holding a GPU (open /dev/kfd, /dev/dri/renderD*, /dev/nvidia*, or listed
@@ -22,13 +27,13 @@ from typing import Any
 
 import pytest
 
-from validation import idle, parsers
+from validation import idle, parsers, ras
 from validation.checks.health import HealthState, now
 from validation.checks.outcome import expect, fail_on_verdicts, require
-from validation.checks.tools import skip_unless_driver_loaded
+from validation.checks.tools import run_tool, skip_unless_driver_loaded
 from validation.errors import ParseError
 from validation.judge import judge_value
-from validation.parsers import dmesg
+from validation.parsers import amd_smi_ras, dmesg
 from validation.probes import gpu_activity, telemetry
 from validation.records import Status
 from validation.spec import gpu_vendor
@@ -101,6 +106,124 @@ def test_no_new_gpu_errors_in_the_kernel_log_since_the_last_health_run(host: Any
     shown = "; ".join(f"[{line.seconds}] {line.text}" if line.seconds is not None else line.text
                       for line in new[:3])
     expect(not new, "RF-AMDGPU-KERNEL-ERRORS", f"{len(new)} new GPU error line(s) in the kernel log {where}: {shown}")
+
+
+def _amd_gpus(host: Any, spec: dict) -> None:
+    if not _declares_gpus(spec):
+        pytest.skip("the spec declares no GPUs")
+    if gpu_vendor(spec) != "amd":
+        pytest.skip("the spec declares NVIDIA GPUs: CPER, bad pages and the amd-smi PCIe/xGMI counters are AMD's")
+    skip_unless_driver_loaded(host, "amd")
+
+
+def _amd_smi(host: Any, command: str, what: str) -> str:
+    out = run_tool(host, f"amd-smi {command}", timeout_s=20)
+    said = (out.stderr or out.stdout).strip()[:200]
+    expect(out.rc == 0, "RF-NOT-REPORTED", f"amd-smi {command} exited {out.rc} ({said}): "
+           f"{what} cannot be read on this node; amd-smi 6.4+ has it, and the health mode runs as root")
+    return str(out.stdout)
+
+
+def _since(health_state: HealthState) -> str:
+    return f"since the last health run ({health_state.get('updated_at') or 'never'})"
+
+
+@pytest.mark.gpu
+def test_no_new_cper_records_since_the_last_health_run(host: Any, spec: dict, health_state: HealthState) -> None:
+    """No GPU wrote a new fatal CPER record, nor new non-fatal ones, since the last health run."""
+    _amd_gpus(host, spec)
+    text = _amd_smi(host, "ras --cper --severity all --folder /run/rocm-fleet/cper", "CPER records")
+    try:
+        entries = amd_smi_ras.parse_cper(text).entries if text.strip() else ()
+    except ParseError as exc:
+        expect(False, "RF-TOOL-FAILED", f"amd-smi ras --cper output not understood: {exc}")
+        return
+    before = health_state.get("cper")
+    health_state.set("cper", ras.cper_counts(entries))
+    findings = ras.cper_findings(entries, before=before or {})
+    findings.sort(key=lambda f: f.code != "RF-CPER-FATAL")      # a fatal record names the code
+    expect(not findings, findings[0].code if findings else "RF-CPER-FATAL",
+           f"new CPER records {_since(health_state)}: " + "; ".join(f.message for f in findings))
+
+
+@pytest.mark.gpu
+def test_no_bad_pages_pending_or_grown_since_the_last_health_run(host: Any, spec: dict,
+                                                                  health_state: HealthState) -> None:
+    """No GPU has pages pending retirement, and no GPU retired more pages since the last health run."""
+    _amd_gpus(host, spec)
+    text = _amd_smi(host, "bad-pages", "retired and pending pages")
+    try:
+        pages = amd_smi_ras.parse_bad_pages(text)
+    except ParseError as exc:
+        expect(False, "RF-TOOL-FAILED", f"amd-smi bad-pages output not understood: {exc}")
+        return
+    before = health_state.get("bad_pages")
+    health_state.set("bad_pages", ras.as_state(pages.gpus))
+    findings = ras.bad_pages_findings(pages.gpus, before=before or {})
+    rank = {"RF-BAD-PAGES": 0, "RF-NOT-REPORTED": 1, "RF-BAD-PAGES-GREW": 2}
+    findings.sort(key=lambda f: rank.get(f.code, 3))
+    expect(not findings, findings[0].code if findings else "RF-BAD-PAGES",
+           f"bad pages {_since(health_state)}: " + "; ".join(f.message for f in findings))
+
+
+@pytest.mark.gpu
+def test_pcie_and_xgmi_link_errors_did_not_grow_since_the_last_health_run(host: Any, spec: dict, record: Any,
+                                                                          health_state: HealthState) -> None:
+    """No GPU's PCIe replay/NAK/recovery counters nor its xGMI (XGMI_WAFL) error counters grew since the last
+    health run: one `amd-smi metric --pcie --ecc-blocks` call; xGMI growth fails RF-XGMI-ERRORS, PCIe growth
+    RF-PCIE-REPLAY (both are listed when both grew)."""
+    _amd_gpus(host, spec)
+    text = _amd_smi(host, "metric --pcie --ecc-blocks --json", "the PCIe and xGMI link error counters")
+    try:
+        gpus = parsers.parse("amd-smi", text).gpus
+    except ParseError as exc:
+        expect(False, "RF-TOOL-FAILED", f"amd-smi metric --pcie --ecc-blocks output not understood: {exc}")
+        return
+    pcie = {f"gpu{g.index}": dict(g.pcie_errors) for g in gpus}
+    xgmi = {f"gpu{g.index}": {k: v for k, v in (("xgmi_wafl_correctable", g.xgmi_wafl_correctable),
+                                                ("xgmi_wafl_uncorrectable", g.xgmi_wafl_uncorrectable))
+                              if v is not None} for g in gpus}
+    before_pcie, before_xgmi = health_state.get("pcie_errors"), health_state.get("xgmi_errors")
+    health_state.set("pcie_errors", pcie)
+    health_state.set("xgmi_errors", xgmi)
+    pcie_grew, xgmi_grew = ras.counter_growth(pcie, before_pcie), ras.counter_growth(xgmi, before_xgmi)
+    for gpu, counters in sorted(pcie.items()):
+        record("health_pcie_replay_nak_recovery_total", gpu, sum(counters.values()) if counters else None, "count",
+               higher_is_better=False, status="fail" if any(g.startswith(f"{gpu} ") for g in pcie_grew) else "pass")
+    unreported = [f"gpu{g.index}" for g in gpus if not g.pcie_errors]
+    expect(not xgmi_grew, "RF-XGMI-ERRORS", f"xGMI error counters grew {_since(health_state)}: "
+           + "; ".join(xgmi_grew + pcie_grew))
+    expect(not pcie_grew, "RF-PCIE-REPLAY", f"PCIe link error counters grew {_since(health_state)}: "
+           + "; ".join(pcie_grew))
+    expect(not unreported, "RF-NOT-REPORTED", f"no PCIe replay/NAK/recovery counter reported for "
+           f"{', '.join(unreported)}: their growth cannot be judged")
+
+
+def test_no_new_pcie_aer_or_machine_check_in_the_kernel_log_since_the_last_health_run(
+        host: Any, health_state: HealthState) -> None:
+    """The kernel log has no new PCIe AER report (fatal, non-fatal or corrected) and no new machine-check
+    events since the last health run (the AER and mce lines name no driver, so the amdgpu check misses them)."""
+    boot_id = host.file("/proc/sys/kernel/random/boot_id").content_string.strip()
+    uptime = float(host.file("/proc/uptime").content_string.split()[0])
+    out = host.run("timeout 30 dmesg")
+    expect(out.rc == 0, "RF-TOOL-FAILED", f"dmesg could not be read (rc {out.rc}): {out.stderr.strip()[:200]}; the "
+           "health mode runs as root")
+    try:
+        errors = dmesg.hardware_errors(dmesg.parse(out.stdout)) if out.stdout.strip() else ()
+    except ParseError as exc:
+        expect(False, "RF-TOOL-FAILED", f"kernel log not understood: {exc}")
+        return
+    last = health_state.get("kernel_hw_errors") or {}
+    same_boot = last.get("boot_id") == boot_id
+    seen = float(last.get("seconds", -1.0)) if same_boot else -1.0
+    new = tuple(e for e in errors if e.line.seconds is None or e.line.seconds > seen) if same_boot else errors
+    if same_boot and errors and all(e.line.seconds is None for e in errors):   # no timestamps: count instead
+        new = errors[int(last.get("count", 0)):]
+    health_state.set("kernel_hw_errors", {"boot_id": boot_id, "seconds": uptime, "count": len(errors)})
+    findings = ras.kernel_findings(new, nonfatal_fail=True)
+    where = "since the last health run" if same_boot else "since this boot (first health run of this boot)"
+    expect(not findings, findings[0].code if findings else "RF-PCIE-AER",
+           f"new hardware error reports in the kernel log {where}: " + "; ".join(f.message for f in findings))
 
 
 def _firmware(host: Any, spec: dict) -> dict[str, dict[str, str]]:

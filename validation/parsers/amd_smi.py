@@ -89,6 +89,9 @@ class Gpu:
     gfx_target: str | None = None  # ASIC TARGET_GRAPHICS_VERSION (7.x), "gfx942"
     asic_serial: str | None = None
     product_serial: str | None = None  # BOARD PRODUCT_SERIAL
+    # metric --pcie link error counters as printed (replay_count, replay_roll_over_count, l0_to_recovery_count,
+    # nak_sent_count, nak_received_count, lc_perf_other_end_recovery); a counter printed N/A is left out
+    pcie_errors: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -230,6 +233,25 @@ def _pid(raw: Any, n: int | None, line: str | None) -> int:
 # The counters judged as errors, by their place in `amd-smi metric` (text keys; JSON uses them lower-cased
 # except the block name): a counter printed as N/A, or under a section printed as N/A, is named in
 # Gpu.not_available
+# amd-smi metric --pcie: the link error counters (text key, JSON key -> pcie_errors name). amd-smi 6.1 names
+# the roll-over counter REPLAY_ROLL_OVER_COUNT / replay_roll_over_count in both views; the other-end recovery
+# counter is LC_PERF_OTHER_END_RECOVERY (6.3+).
+PCIE_ERROR_KEYS = ("REPLAY_COUNT", "REPLAY_ROLL_OVER_COUNT", "L0_TO_RECOVERY_COUNT", "NAK_SENT_COUNT",
+                   "NAK_RECEIVED_COUNT", "LC_PERF_OTHER_END_RECOVERY")
+
+
+def _pcie_errors(values: dict[str, Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for key in PCIE_ERROR_KEYS:
+        raw = values.get(key, values.get(key.lower()))
+        if raw is None or _is_na(raw):
+            continue
+        number = _int(raw, what=f"PCIE/{key}")
+        if number is not None:
+            out[key.lower()] = number
+    return out
+
+
 _COUNTER_PATHS = {
     "ecc_correctable": ("ECC", "TOTAL_CORRECTABLE_COUNT"),
     "ecc_uncorrectable": ("ECC", "TOTAL_UNCORRECTABLE_COUNT"),
@@ -437,6 +459,7 @@ def _gpu_from_tree(index: int, root: _indent_tree.Node) -> Gpu:
         gfx_target=_text_or_none(root.get("ASIC", "TARGET_GRAPHICS_VERSION")),
         asic_serial=_text_or_none(root.get("ASIC", "ASIC_SERIAL")),
         product_serial=_text_or_none(root.get("BOARD", "PRODUCT_SERIAL")),
+        pcie_errors=_pcie_errors({k: root.get("PCIE", k) for k in PCIE_ERROR_KEYS}),
     )
 
 
@@ -961,6 +984,7 @@ def _gpu_from_json(index: int, entry: dict[str, Any]) -> Gpu:
         gfx_target=_text_or_none(_get(entry, "asic", "target_graphics_version")),
         asic_serial=_text_or_none(_get(entry, "asic", "asic_serial")),
         product_serial=_text_or_none(_get(entry, "board", "product_serial")),
+        pcie_errors=_pcie_errors(pcie if isinstance(pcie := entry.get("pcie"), dict) else {}),
     )
 
 

@@ -4,7 +4,10 @@ Formats: `[  123.456789] text` (dmesg's seconds since boot), `[Tue Mar  4 10:00:
 (`dmesg -T`), `Mar 04 10:00:00 host kernel: text` (journalctl -k; the monotonic seconds are then
 unknown), and bare lines (`dmesg -t`). Lines of other processes in a journal excerpt are kept with
 their source. `gpu_errors` picks the lines that say a GPU is in trouble: amdgpu at error level or
-with an error word, and NVIDIA's `NVRM: Xid` reports and driver failures.
+with an error word, and NVIDIA's `NVRM: Xid` reports and driver failures. `hardware_errors` picks the
+platform's reports that name no driver: PCIe AER (fatal, non-fatal, corrected; from the AER driver's
+`pcieport ...: AER: ... error received` lines and from firmware-first APEI/GHES `[Hardware Error]` PCIe
+records) and machine checks (`mce: [Hardware Error]: Machine check events logged`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,30 @@ class KernelLine:
     when: str | None           # the wall-clock stamp as printed (-T, journalctl)
     source: str                # "kernel", or the journal's process name
     text: str
+
+
+# The AER driver's summary line, every wording since 4.x: "AER: Uncorrected (Fatal) error received: id=00e4",
+# "AER: Multiple Corrected error received: 0000:03:00.0", "AER: Uncorrectable (Non-Fatal) error message
+# received from 0000:80:1b.4", "AER: Correctable error message received from 0000:00:03.0".
+_AER = re.compile(r"^(?P<driver>\S+) (?P<port>(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): AER: (?:Multiple )?"
+                  r"(?P<severity>Uncorrect(?:ed|able) \((?:Fatal|Non-Fatal)\)|Correct(?:ed|able)) error "
+                  r"(?:message )?received(?:(?: from|:) (?P<source>(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]))?",
+                  re.IGNORECASE)
+# Firmware-first (APEI GHES) records: "{1}[Hardware Error]:  Error 0, type: fatal", then the section's
+# "section_type: PCIe error" and "device_id: 0000:99:00.0" lines.
+_GHES_ERROR = re.compile(r"^\{\d+\}\[Hardware Error\]:\s+Error \d+, type: (?P<type>fatal|recoverable|corrected)")
+_GHES_SECTION = re.compile(r"^\{\d+\}\[Hardware Error\]:\s+section_type: (?P<section>.+)$")
+_GHES_DEVICE = re.compile(r"^\{\d+\}\[Hardware Error\]:\s+device_id: "
+                          r"(?P<bdf>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])")
+_MCE = re.compile(r"^mce: \[Hardware Error\]: Machine check events logged")
+AER_FATAL, AER_NONFATAL, AER_CORRECTED, MCE = "aer-fatal", "aer-nonfatal", "aer-corrected", "mce"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HardwareError:
+    kind: str                  # aer-fatal, aer-nonfatal, aer-corrected, mce
+    bdf: str | None            # the device the report names (the source, else the reporting port); None for mce
+    line: KernelLine
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,4 +114,35 @@ def gpu_errors(record: DmesgRecord, *, errors_only_log: bool = False) -> tuple[K
         if _XID.search(line.text) or _NVRM_ERROR.search(line.text) or (
                 "amdgpu" in lower and (errors_only_log or _AMDGPU_ERROR.search(line.text))):
             out.append(line)
+    return tuple(out)
+
+
+def _full_bdf(bdf: str) -> str:
+    bdf = bdf.lower()
+    return bdf if bdf.count(":") == 2 else f"0000:{bdf}"
+
+
+def hardware_errors(record: DmesgRecord) -> tuple[HardwareError, ...]:
+    """PCIe AER reports and machine checks, one per report (the AER driver's summary line; one GHES PCIe
+    error section; one 'Machine check events logged' line), in log order."""
+    out: list[HardwareError] = []
+    ghes_type: str | None = None
+    ghes_pcie = False
+    for line in record.lines:
+        text = line.text
+        if m := _AER.match(text):
+            severity = m.group("severity").lower()
+            kind = AER_CORRECTED if severity.startswith("correct") else (
+                AER_NONFATAL if "non-fatal" in severity else AER_FATAL)
+            out.append(HardwareError(kind=kind, bdf=_full_bdf(m.group("source") or m.group("port")), line=line))
+        elif _MCE.match(text):
+            out.append(HardwareError(kind=MCE, bdf=None, line=line))
+        elif m := _GHES_ERROR.match(text):
+            ghes_type, ghes_pcie = m.group("type"), False
+        elif (m := _GHES_SECTION.match(text)) and ghes_type is not None:
+            ghes_pcie = m.group("section").strip().lower() == "pcie error"
+        elif (m := _GHES_DEVICE.match(text)) and ghes_type is not None and ghes_pcie:
+            kind = {"fatal": AER_FATAL, "recoverable": AER_NONFATAL}.get(ghes_type, AER_CORRECTED)
+            out.append(HardwareError(kind=kind, bdf=_full_bdf(m.group("bdf")), line=line))
+            ghes_type, ghes_pcie = None, False
     return tuple(out)

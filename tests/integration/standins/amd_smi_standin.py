@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""Stand-in for amd-smi on lab hosts, which have no AMD GPU: it prints the RAS views in the formats of the
+real outputs (tests/fixtures/real/amd-smi-ras/ and amd-smi/, SOURCES.md there), with counts taken from a
+state file, so a lab test can inject "a fatal CPER appears", "bad pages exceed the threshold", "PCIe
+replays grow" and see the checks, the drain and the remediation react.
+
+Interface (for the lab tests and the remediation playbook's lab proof):
+
+  State file: $AMD_SMI_STANDIN_STATE, default /var/lib/rocm-fleet-standin/amd-smi.json (survives a reboot).
+  A JSON object; every key is optional (absent = healthy, 0):
+    gpus                  number of GPUs listed (default 8), BDFs 0000:05:00.0, 0000:26:00.0, ...
+    cper_fatal            fatal CPER records on gpu `cper_gpu` (default gpu 0)
+    cper_nonfatal         non-fatal corrected CPER records on gpu `cper_gpu`
+    afids                 AFIDs printed on each of those records (default [30], as the amdsmi docs show)
+    bad_pages_retired     retired pages on gpu `bad_pages_gpu` (default gpu 0)
+    bad_pages_pending     pages pending retirement on gpu `bad_pages_gpu`
+    pcie_replay           REPLAY_COUNT on gpu `pcie_gpu` (NAK_SENT_COUNT and L0_TO_RECOVERY_COUNT follow it)
+    xgmi_wafl             XGMI_WAFL correctable count on gpu `xgmi_gpu`
+    transient             true: the faults vanish at the next boot (the stand-in compares `boot_id` with
+                          /proc/sys/kernel/random/boot_id and, on a new boot, clears every fault key in the
+                          file); false or absent: they survive reboots, like bad pages in the GPU's EEPROM
+    boot_id               the boot the faults were injected in (the injector writes the current one)
+    unsupported           a list of sub-commands to answer like an amd-smi without them ("ras", "bad-pages"):
+                          exit 2 with argparse's "invalid choice", as amd-smi before 6.4 does for `ras`
+
+  Commands: `version`, `ras --cper [--severity ...] [--folder DIR]` (the folder is created, no .cper file is
+  written), `bad-pages`, `metric` with `--pcie` / `--ecc-blocks` / `--ecc` and `--json` (others print the
+  same sections). Anything else exits 2 naming what the stand-in knows.
+
+Install it as /usr/local/bin/amd-smi on a lab host (the lab hosts have no real amd-smi).
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+STATE = "/var/lib/rocm-fleet-standin/amd-smi.json"
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+FAULTS = ("cper_fatal", "cper_nonfatal", "bad_pages_retired", "bad_pages_pending", "pcie_replay", "xgmi_wafl")
+BDFS = ("0000:05:00.0", "0000:26:00.0", "0000:46:00.0", "0000:65:00.0", "0000:85:00.0", "0000:a6:00.0",
+        "0000:c6:00.0", "0000:e5:00.0")
+CPER_HEADER = "timestamp            gpu_id  severity             file_name         list of afids"
+NO_PAGES = "No bad pages found."
+
+
+def load_state() -> dict:
+    path = Path(os.environ.get("AMD_SMI_STANDIN_STATE", STATE))
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    boot = Path(BOOT_ID).read_text().strip() if Path(BOOT_ID).is_file() else None
+    if state.get("transient") and boot and state.get("boot_id") not in (None, boot):
+        state = {k: v for k, v in state.items() if k not in FAULTS}      # a new boot: transient faults are gone
+        state["boot_id"] = boot
+        path.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+    return state
+
+
+def count(state: dict, key: str, gpu: int, gpu_key: str) -> int:
+    return int(state.get(key, 0)) if gpu == int(state.get(gpu_key, 0)) else 0
+
+
+def cper(state: dict, args: list[str]) -> str:
+    if "--folder" in args:
+        Path(args[args.index("--folder") + 1]).mkdir(parents=True, exist_ok=True)
+    afids = " ".join(str(a) for a in state.get("afids", [30]))
+    rows, n = [CPER_HEADER], 0
+    for gpu in range(int(state.get("gpus", 8))):
+        for severity, key in (("FATAL", "cper_fatal"), ("NON_FATAL_CORRECTED", "cper_nonfatal")):
+            for _ in range(count(state, key, gpu, "cper_gpu")):
+                n += 1
+                name = f"{'fatal' if severity == 'FATAL' else 'corrected'}-{n}.cper"
+                rows.append(f"2025/07/10 09:03:09  {gpu:<7} {severity:<20} {name:<17} {afids}")
+    return "\n".join(rows) + "\n"
+
+
+def bad_pages(state: dict) -> str:
+    out = []
+    for gpu in range(int(state.get("gpus", 8))):
+        out.append(f"GPU: {gpu}")
+        for label, key in (("RETIRED", "bad_pages_retired"), ("PENDING", "bad_pages_pending"), ("UN_RES", None)):
+            pages = count(state, key, gpu, "bad_pages_gpu") if key else 0
+            if not pages:
+                out.append(f"    {label}: {NO_PAGES}")
+                continue
+            out.append(f"    {label}:")
+            for page in range(pages):
+                out.append(f"        PAGE {page}:")
+                out.append(f"            PAGE_ADDRESS: {0x1000 * (page + 1)}")
+                out.append("            PAGE_SIZE: 4096")
+                out.append(f"            STATUS: {'RESERVED' if label == 'RETIRED' else label}")
+        out.append(" ")
+    return "\n".join(out) + "\n"
+
+
+def metric(state: dict, args: list[str]) -> str:
+    everything = not any(a in args for a in ("--pcie", "-P", "--ecc-blocks", "-k", "--ecc", "-e"))
+    gpus = []
+    for gpu in range(int(state.get("gpus", 8))):
+        replay = count(state, "pcie_replay", gpu, "pcie_gpu")
+        entry: dict = {"gpu": gpu}
+        if everything or "--pcie" in args or "-P" in args:
+            entry["pcie"] = {"width": 16, "speed": {"value": 32, "unit": "GT/s"}, "replay_count": replay,
+                             "l0_to_recovery_count": replay, "replay_roll_over_count": 0, "nak_sent_count": replay,
+                             "nak_received_count": 0}
+        if everything or "--ecc-blocks" in args or "-k" in args:
+            entry["ecc_blocks"] = {"XGMI_WAFL": {"correctable_count": count(state, "xgmi_wafl", gpu, "xgmi_gpu"),
+                                                 "uncorrectable_count": 0, "deferred_count": 0}}
+        if everything or "--ecc" in args or "-e" in args:
+            entry["ecc"] = {"total_correctable_count": 0, "total_uncorrectable_count": 0, "total_deferred_count": 0}
+        gpus.append(entry)
+    if "--json" in args:
+        return json.dumps(gpus, indent=4) + "\n"
+    out = []
+    for entry in gpus:
+        out.append(f"GPU: {entry['gpu']}")
+        if "pcie" in entry:
+            p = entry["pcie"]
+            out += ["    PCIE:", "        WIDTH: 16", "        SPEED: 32 GT/s"]
+            out += [f"        {k.upper()}: {p[k]}" for k in ("replay_count", "l0_to_recovery_count",
+                                                          "replay_roll_over_count", "nak_sent_count",
+                                                          "nak_received_count")]
+        if "ecc_blocks" in entry:
+            w = entry["ecc_blocks"]["XGMI_WAFL"]
+            out += ["    ECC_BLOCKS:", "        XGMI_WAFL:", f"            CORRECTABLE_COUNT: {w['correctable_count']}",
+                    "            UNCORRECTABLE_COUNT: 0", "            DEFERRED_COUNT: 0"]
+        if "ecc" in entry:
+            out += ["    ECC:", "        TOTAL_CORRECTABLE_COUNT: 0", "        TOTAL_UNCORRECTABLE_COUNT: 0",
+                    "        TOTAL_DEFERRED_COUNT: 0"]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    args = argv[1:]
+    state = load_state()
+    command = args[0] if args else ""
+    if command in state.get("unsupported", []):
+        print(f"amd-smi: error: argument : invalid choice: '{command}'", file=sys.stderr)
+        return 2
+    if command == "version":
+        sys.stdout.write("AMDSMI Tool: 26.0.0+standin | AMDSMI Library version: 26.0.0 | ROCm version: N/A\n")
+    elif command == "ras" and "--cper" in args:
+        sys.stdout.write(cper(state, args))
+    elif command == "bad-pages":
+        sys.stdout.write(bad_pages(state))
+    elif command == "metric":
+        sys.stdout.write(metric(state, args))
+    else:
+        print(f"amd-smi stand-in: {' '.join(args) or '(no arguments)'} is not stood in for; it knows version, "
+              "ras --cper, bad-pages and metric (--pcie, --ecc-blocks, --ecc, --json)", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
