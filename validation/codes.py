@@ -203,6 +203,10 @@ CODES: dict[str, str] = {
     "RF-RESULTS-CONFLICT": "Two results documents claim the same node, or a document's node name is not a safe "
                            "name: neither is trusted as that node's results. Find what wrote the second file (a copy "
                            "left from another run, another tool), remove it, and re-run validate.yml --limit NODE.",
+    "RF-VALIDATION-EXPIRED": "The node's last validation is older than its tier vouches for (its results' "
+                             "valid_until, validation/validity.py): re-validate it (validate.yml --limit NODE, or "
+                             "let the scheduled quick tier reach it); a node that keeps expiring is one the schedule "
+                             "never finds idle.",
     "RF-PROBE-WRONG-RESULT": "A probe computed a wrong result on the named GPU: drain the node, re-run, and run "
                              "the vendor diagnostics (RVS/AGFHC or dcgmi diag) on that GPU; RMA if it repeats.",
     "RF-PROBE-UNSTABLE": "The probe's own samples on the named GPU scattered beyond its family's bound twice in a "

@@ -61,6 +61,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rf-require-judged", action="store_true", default=False,
                     help="fail a node whose performance numbers were all record-only (RF-NOT-JUDGED); the "
                     "acceptance tier always does")
+    group.addoption("--rf-valid-for-hours", metavar="H", type=float, default=None,
+                    help="how long this run's verdict vouches for the node (valid_until); default: its tier's "
+                    "validity, validation/validity.py")
     group.addoption("--rf-baseline", metavar="FILE", default=None,
                     help="site baseline (rocm-fleet baseline create) to judge against; default: the spec's "
                     "validation_baseline")
@@ -479,7 +482,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
         state.save()
     for results in session.config.stash.get(RESULTS, {}).values():
         results.doc["judged"] = judged.summarize(results.doc)
-        results.finish(complete=exitstatus != pytest.ExitCode.INTERRUPTED)
+        results.finish(complete=exitstatus != pytest.ExitCode.INTERRUPTED,
+                       valid_for_hours=session.config.getoption("--rf-valid-for-hours"))
     book = session.config.stash.get(_PROGRESS, None)
     if book is not None:
         book.close()

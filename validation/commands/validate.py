@@ -66,6 +66,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="while measuring, sample every GPU's processes, load, clocks and power every S seconds on "
                    "the node (default 1); a foreign process in a number's window makes it invalid (RF-GPU-BUSY), "
                    "a thermal/hardware clock reduction fails RF-GPU-THROTTLED; 0 turns the watcher off")
+    p.add_argument("--valid-for", type=_hours, default=None, metavar="HOURS",
+                   help="how long this run's verdict vouches for the node: its results say valid_until, and a "
+                   "report read after it fails the node RF-VALIDATION-EXPIRED (default: the tier's validity, "
+                   "docs/validate.md)")
     p.set_defaults(run=run)
 
 
@@ -76,6 +80,16 @@ def _interval(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
     if not (value == 0 or 0.1 <= value <= 60):
         raise argparse.ArgumentTypeError(f"{text}: give 0 (off) or 0.1 to 60 seconds")
+    return value
+
+
+def _hours(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of hours: {text!r}") from None
+    if not 0 < value <= 24 * 366:
+        raise argparse.ArgumentTypeError(f"{text}: give more than 0 and at most {24 * 366} hours (a year)")
     return value
 
 
@@ -122,6 +136,8 @@ def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
         argv.append(f"--rf-baseline={args.baseline.resolve()}")
     if args.require_judged:
         argv.append("--rf-require-judged")
+    if args.valid_for is not None:
+        argv.append(f"--rf-valid-for-hours={args.valid_for:g}")
     if args.watch_interval is not None:
         argv.append(f"--rf-watch-interval={args.watch_interval:g}")
     argv += parallel_argv(args.hosts, args.forks)

@@ -14,6 +14,7 @@ report can keep what it needs of each and let the rest go.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import hashlib
 import json
@@ -22,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from validation import inputs, names
+from validation import inputs, names, validity
 from validation.codes import CODES
 from validation.errors import RocmFleetError
 from validation.report.schema_check import Check, compile_schema
@@ -119,11 +120,13 @@ def iter_run(directory: Path, *, max_input_mb: float | None = None) -> Iterator[
 
 class Claims:
     """Which file each node's results come from, as documents are read in file order: the first document
-    for a node is its own; a later one fails that node (`conflict`) and is left out."""
+    for a node is its own; a later one fails that node (`conflict`) and is left out. A document read after
+    its `valid_until` fails its node too (`expire`), as of `now` (default: when reading starts)."""
 
-    def __init__(self) -> None:
+    def __init__(self, now: dt.datetime | None = None) -> None:
         self.sources: dict[str, Path] = {}           # host -> the file its document was read from
         self._kept: dict[str, dict[str, Any]] = {}
+        self.now = now or dt.datetime.now(dt.UTC)
 
     def take(self, path: Path, doc: dict[str, Any]) -> dict[str, Any] | None:
         """The document to use for `path` (`doc`, or a failing stand-in), None when it is left out."""
@@ -132,6 +135,7 @@ class Claims:
             conflict(self._kept[doc["host"]], self.sources[doc["host"]], path)
             return None
         self._kept[own["host"]] = own
+        expire(own, self.now)
         return own
 
 
@@ -161,6 +165,25 @@ def conflict(doc: dict[str, Any], first: Path, second: Path) -> None:
                                            "trusted")["checks"][0] | {"id": "results_conflict",
                                                                       "name": "results_conflict"})
     doc["complete"] = False
+
+
+def expire(doc: dict[str, Any], now: dt.datetime) -> None:
+    """A complete run read after its `valid_until` no longer vouches for its node: one error check says since
+    when, so no report shows the old verdict as the node's current one (validation/validity.py)."""
+    since = validity.expired_since(doc, now)
+    if since is None or any(c.get("code") == "RF-VALIDATION-EXPIRED" for c in doc["checks"]):
+        return
+    age = now - since
+    doc["checks"].append({"id": "validation_current", "name": "validation_current", "tier": None, "needs_gpu": False,
+                          "status": "error", "code": "RF-VALIDATION-EXPIRED",
+                          "message": f"this run (tier {doc.get('tier')}, finished {doc.get('finished_at')}) vouched "
+                          f"for the node until {doc['valid_until']}; that was {_age(age)} ago",
+                          "hint": CODES["RF-VALIDATION-EXPIRED"], "duration_s": 0.0})
+
+
+def _age(delta: dt.timedelta) -> str:
+    hours = delta.total_seconds() / 3600
+    return f"{hours / 24:.1f} days" if hours >= 48 else f"{hours:.1f} h"
 
 
 def stand_in_document(host: str, code: str, message: str) -> dict[str, Any]:

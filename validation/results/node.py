@@ -13,6 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from validation import validity
+
 SCHEMA_VERSION = 1
 
 
@@ -48,11 +50,15 @@ class NodeResults:
         self.doc["measurements"].append(entry)
         self.write()
 
-    def finish(self, *, complete: bool = True) -> None:
+    def finish(self, *, complete: bool = True, valid_for_hours: float | None = None) -> None:
         """The session ended: normally (complete), or interrupted (Ctrl-C, SIGTERM), when what is here is
-        a part of the run and says so."""
-        self.doc["finished_at"] = now()
+        a part of the run and says so. A complete run vouches for the node until `valid_until`
+        (validation/validity.py: its tier's validity, or `valid_for_hours`)."""
+        finished = dt.datetime.now(dt.UTC).replace(microsecond=0)
+        self.doc["finished_at"] = finished.isoformat(timespec="seconds")
         self.doc["complete"] = complete
+        self.doc["valid_until"] = (validity.valid_until(self.doc.get("tier"), finished, valid_for_hours)
+                                   if complete else None)
         self.write()
 
     def write(self) -> None:

@@ -7,6 +7,7 @@ is mocked. It is the "no device" path of every probe.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 import subprocess
@@ -70,3 +71,10 @@ def test_a_missing_rocminfo_is_reported_as_not_installed(amd_node_run: tuple) ->
                                        "command"), check["message"]
     assert "not understood" not in check["message"]
     assert "rocm_packages" in check["message"] + check["hint"]
+
+
+def test_a_complete_quick_run_vouches_for_the_node_for_the_quick_tiers_week(amd_node_run: tuple) -> None:
+    # the real plugin writes valid_until at the end of the session: finished_at + 7 days (validation/validity.py)
+    _, doc, _ = amd_node_run
+    finished, until = (dt.datetime.fromisoformat(doc[k]) for k in ("finished_at", "valid_until"))
+    assert doc["complete"] and until - finished == dt.timedelta(days=7)
