@@ -133,7 +133,7 @@ def test_every_failure_code_is_in_the_one_table_once_and_every_entry_is_used() -
         if path.name != "codes.py":
             for code in re.findall(r"\bRF-[A-Z0-9]+(?:-[A-Z0-9]+)*\b(?!-\{)", path.read_text()):
                 used.setdefault(code, str(path.relative_to(ROOT)))
-    from validation.flap import PENDING_RAS_CODES      # classified for flap control before the RAS checks land
+    from validation.flap import PENDING_RAS_CODES  # classified for flap control before the RAS checks land
 
     unknown = {code: where for code, where in used.items() if code not in CODES and code not in PENDING_RAS_CODES}
     assert not unknown, f"codes used without a hint in validation/codes.py: {unknown}"
