@@ -72,11 +72,14 @@ def parse_show_node(text: str, node: str) -> SlurmNode:
                      reason=found if found and found != "(null)" else None)
 
 
-def decide(passed: bool, node: SlurmNode, reason: str) -> str | None:
-    """'drain', 'resume' or None for a health result on a node in this state."""
-    if not passed:
+def decide(wanted: str, node: SlurmNode, reason: str) -> str | None:
+    """'drain', 'resume' or None, for what the health mode's flap policy wants (validation/flap.py:
+    "drain" with this reason, "keep" the node as it is, or "resume" it) on a node in this state."""
+    if wanted == "drain":
         if node.drained and not node.drained_by_health:
             return None                      # an administrator's drain: leave it and its reason alone
-        wanted = " ".join((REASON_PREFIX + reason).split())[:REASON_MAX]
-        return None if node.drained and node.reason == wanted else "drain"
+        wanted_reason = " ".join((REASON_PREFIX + reason).split())[:REASON_MAX]
+        return None if node.drained and node.reason == wanted_reason else "drain"
+    if wanted == "keep":
+        return None                          # drained codes not yet released (a flapping code's passes)
     return "resume" if node.drained_by_health else None

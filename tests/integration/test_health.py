@@ -1,5 +1,7 @@
 """The health mode on lab hosts: a systemd timer, then Slurm's HealthCheckProgram draining a node for
 planted drift and resuming it by itself once fixed. Real Slurm 24.11 (Debian), real systemd, real SSH.
+Flap control shows in the package-hold test: the first failing run leaves the node in service, the
+second (node_health_drain_after: 2 for the planted codes) drains it with the streak as the reason.
 
 Its own lab (name rfhlt, SSH ports 2841-2842, inventory inventories/lab/rfhlt*.yml so that the lab's
 group_vars apply), removed at the end also on failure. site.yml provisions the hosts as the lab
@@ -46,6 +48,10 @@ THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 INTERVAL = 10
 TEXTFILE = "/var/lib/prometheus/node-exporter/rocm_fleet_health.prom"
 STATE = "/var/lib/rocm-fleet/health"
+# Flap control through the role (node_health_drain_after -> --drain-after): the planted codes drain after
+# 2 consecutive failing runs instead of their default 3, so each drain test waits one run more than a
+# drain at once would, not two.
+DRAIN_AFTER = {"RF-CONFIG-PACKAGE-HOLD": 2, "RF-GPU-BUSY": 2, "RF-TUNING-THP": 2}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +62,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Path]]:
     the_lab = Lab(LAB, len(HOSTS), mirror=True, port_base=PORT_BASE, inventory_path=inventories / f"{LAB}.yml")
     with the_lab:
         inventory = cluster_inventory(the_lab, inventories / f"{LAB}-health.yml", {
-            "node_health_interval_seconds": INTERVAL,
+            "node_health_interval_seconds": INTERVAL, "node_health_drain_after": DRAIN_AFTER,
             "node_health_timeout_seconds": 8, "validation_node_wheelhouse": str(work / "wheels")})
         build = subprocess.run([str(Path(sys.executable).parent / "pip"), "wheel", "--no-deps", "--quiet",
                                 "--wheel-dir", str(work / "wheels"), str(ROOT), "pytest-testinfra"],
@@ -160,6 +166,25 @@ def drained_for(lab: Lab, host: str, code: str) -> bool:
     return "DRAIN" in state and reason.startswith("rocm-fleet health: ") and code in reason
 
 
+def streak(lab: Lab, host: str, code: str) -> int | None:
+    """The code's consecutive failing runs in the node's health memory (validation/flap.py)."""
+    out = sh(lab, host, f"cat {STATE}/{host}.json").stdout
+    try:
+        return json.loads(out)["flap"]["codes"][code]["streak"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return None
+
+
+def left_in_service_after_one_failing_run(lab: Lab, host: str, code: str) -> tuple[str, str]:
+    """The node's Slurm state seen between its first and second failing run of `code` (the streak read
+    before and after the look is 1 both times)."""
+    def look() -> tuple[str, str] | None:
+        before = streak(lab, host, code)
+        seen = node_state(lab, host)
+        return seen if before == 1 and streak(lab, host, code) == 1 else None
+    return wait_for(f"the first failing run of {code} on {host}", look, timeout_s=60, every_s=1)
+
+
 def resumed(lab: Lab, host: str) -> bool:
     state, _ = node_state(lab, host)
     return "DRAIN" not in state and "IDLE" in state
@@ -184,17 +209,24 @@ def test_a_released_package_hold_drains_the_node_and_it_resumes_once_held_again(
     try:
         sh(the_lab, host, "apt-mark unhold rocminfo")
         start = time.monotonic()
+        state, reason = left_in_service_after_one_failing_run(the_lab, host, "RF-CONFIG-PACKAGE-HOLD")
+        first_after = time.monotonic() - start
+        assert "DRAIN" not in state and not reason, (state, reason)       # 1 of 2: the run fails, no drain yet
         wait_for(f"{host} drained for RF-CONFIG-PACKAGE-HOLD", lambda: drained_for(the_lab, host,
                                                                                    "RF-CONFIG-PACKAGE-HOLD"))
         drained_after = time.monotonic() - start
+        _, reason = node_state(the_lab, host)
+        assert reason.startswith("rocm-fleet health: RF-CONFIG-PACKAGE-HOLD failed 2 consecutive runs"), reason
+        assert (streak(the_lab, host, "RF-CONFIG-PACKAGE-HOLD") or 0) >= 2
         assert refused(the_lab, host)
         assert resumed(the_lab, HOSTS[0])            # the other node keeps taking jobs
     finally:
         sh(the_lab, host, "apt-mark hold rocminfo")
     start = time.monotonic()
     wait_for(f"{host} resumed", lambda: resumed(the_lab, host))
-    print(f"package hold released: drained after {drained_after:.0f} s, resumed {time.monotonic() - start:.0f} s "
-          "after the hold came back")
+    print(f"package hold released: first failing run after {first_after:.0f} s left {host} {state} (1 of 2), "
+          f"drained after {drained_after:.0f} s ({reason!r}), resumed {time.monotonic() - start:.0f} s after the "
+          "hold came back")
     assert not refused(the_lab, host)
 
 

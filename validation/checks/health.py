@@ -11,12 +11,7 @@ survives reboots; a check whose baseline is missing records one and passes ("fir
 
 from __future__ import annotations
 
-import datetime as dt
-import json
-import os
-import tempfile
-from pathlib import Path
-from typing import Any
+from validation.health_state import STATE_VERSION, HealthState, now
 
 # Smoke checks that need no load and answer quickly: presence and identity, driver, PCIe link,
 # firmware consistency, configuration drift (THP, NUMA balancing, command line pending, holds).
@@ -32,41 +27,5 @@ HEALTH_CHECKS = frozenset({
     "test_running_kernel_booted_with_the_parameters",
     "test_rocm_packages_are_held",
 })
-STATE_VERSION = 1
 
-
-def now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-class HealthState:
-    """The node's health memory: `previous` as the last run left it, `current` what this run saw.
-    Saved once at the end of the run (atomically), so an interrupted run changes nothing."""
-
-    def __init__(self, directory: Path, node: str) -> None:
-        self.path = directory / f"{node}.json"
-        self.previous: dict[str, Any] = {}
-        if self.path.is_file():
-            try:
-                doc = json.loads(self.path.read_text())
-            except (OSError, json.JSONDecodeError):
-                doc = {}
-            if isinstance(doc, dict) and doc.get("version") == STATE_VERSION:
-                self.previous = doc
-        self.current: dict[str, Any] = {"version": STATE_VERSION, **{k: v for k, v in self.previous.items()
-                                                                      if k != "version"}}
-
-    def get(self, key: str) -> Any:
-        return self.previous.get(key)
-
-    def set(self, key: str, value: Any) -> None:
-        self.current[key] = value
-
-    def save(self) -> None:
-        self.current["updated_at"] = now()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(self.current, handle, indent=2, sort_keys=True)
-            handle.write("\n")
-        Path(tmp).replace(self.path)
+__all__ = ["HEALTH_CHECKS", "STATE_VERSION", "HealthState", "now"]   # the state moved to validation/health_state.py

@@ -32,6 +32,7 @@ from validation.checks.health import HealthState, now
 from validation.checks.outcome import expect, fail_on_verdicts, require
 from validation.checks.tools import run_tool, skip_unless_driver_loaded
 from validation.errors import ParseError
+from validation.flap import ECC_CORRECTABLE_ONLY
 from validation.judge import judge_value
 from validation.parsers import amd_smi_ras, dmesg
 from validation.probes import gpu_activity, telemetry
@@ -79,7 +80,7 @@ def test_gpu_error_counters_did_not_grow_since_the_last_health_run(host: Any, sp
                 uncorrectable |= name != "ecc_correctable"
     since = f"since the last health run ({(health_state.get('updated_at') or 'never')})"
     expect(not grew, "RF-ECC", f"GPU error counters grew {since}: {'; '.join(grew)}"
-           + ("" if uncorrectable else " (correctable only: watch the rate; RMA if it keeps growing)"))
+           + ("" if uncorrectable else f" ({ECC_CORRECTABLE_ONLY}: watch the rate; RMA if it keeps growing)"))
 
 
 def test_no_new_gpu_errors_in_the_kernel_log_since_the_last_health_run(host: Any,

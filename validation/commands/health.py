@@ -6,11 +6,16 @@ throttling and idle temperature, configuration drift) against the node's declare
 seconds and without loading a GPU. Then, as asked:
 
 - `--textfile FILE`: a Prometheus textfile for node_exporter's textfile collector (atomic write);
-- `--slurm`: drain the node with the failing codes as the reason (`scontrol update ... State=DRAIN
-  Reason="rocm-fleet health: RF-..."`), or resume it once it passes again, only if the health mode
-  drained it itself. Slurm runs it as HealthCheckProgram (roles/node_health sets that up).
+- `--slurm`: drain the node when the flap policy says so (validation/flap.py: a code drains after N
+  consecutive failing runs, fatal codes and flapping codes at once), with why as the reason
+  (`Reason="rocm-fleet health: RF-GPU-BUSY failed 3 consecutive runs; RF-ECC (fatal, at once)"`), and
+  resume it once the codes that drained it pass again, only if the health mode drained it itself.
+  Slurm runs it as HealthCheckProgram (roles/node_health sets that up).
+- `--drain-after CODE=N` (repeatable): drain after N consecutive failing runs of CODE instead of the
+  policy's default; `--show-policy` prints the policy in effect and exits.
 
-Exit 0 when healthy, 1 when a check failed, 2 when no verdict was possible.
+Exit 0 when healthy, 1 when a check failed (also below its streak: only the drain waits), 2 when no
+verdict was possible.
 """
 
 from __future__ import annotations
@@ -26,9 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from validation import slurm
+from validation import flap, slurm
 from validation.commands.validate import checks_argv, checks_env
 from validation.errors import RocmFleetError
+from validation.health_state import HealthState, now
 from validation.records import FAILING
 from validation.report import load_run
 from validation.report.health_text import textfile
@@ -55,6 +61,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "again (only a drain the health mode made)")
     p.add_argument("--slurm-node", default=None, help="the Slurm node name (default $SLURMD_NODENAME, else the "
                    "short host name)")
+    p.add_argument("--drain-after", action="append", default=[], metavar="CODE=N",
+                   help="drain after N consecutive failing runs of CODE (repeatable; default: the policy in "
+                   "validation/flap.py, 1 for fatal codes, 3 for codes that can be transient)")
+    p.add_argument("--show-policy", action="store_true",
+                   help="print the flap policy in effect (with any --drain-after) and exit")
     p.add_argument("--accept-changes", action="store_true",
                    help="take the firmware found now as the node's recorded set (after a validation passed on it)")
     p.add_argument("--timeout", type=int, default=60, help="seconds before the checks are stopped (default 60)")
@@ -73,13 +84,14 @@ def jobs_running(node: str) -> bool:
     return bool(out.stdout.strip())
 
 
-def slurm_act(node: str, passed: bool, reason: str) -> tuple[str | None, bool]:
-    """Drain or resume as slurm.decide says; returns (what was done, drained by the health mode now)."""
+def slurm_act(node: str, wanted: str, reason: str) -> tuple[str | None, bool]:
+    """Drain or resume as slurm.decide says for what the flap policy wants; returns (what was done,
+    drained by the health mode now)."""
     shown = _run(slurm.show_argv(node))
     if shown.returncode != 0:
         raise RocmFleetError(f"scontrol show node {node} failed (rc {shown.returncode}): {shown.stderr.strip()[:200]}")
     state = slurm.parse_show_node(shown.stdout, node)
-    action = slurm.decide(passed, state, reason)
+    action = slurm.decide(wanted, state, reason)
     if action is not None:
         argv = slurm.drain_argv(node, reason) if action == "drain" else slurm.resume_argv(node)
         done = _run(argv)
@@ -99,7 +111,27 @@ def write_atomically(path: Path, text: str) -> None:
     Path(tmp).replace(path)
 
 
+def show_policy(overrides: dict[str, int], as_json: bool) -> int:
+    rows = flap.policy_table(overrides)
+    if as_json:
+        print(json.dumps({"schema_version": 1, "default_drain_after": flap.DEFAULT_DRAIN_AFTER,
+                          "unclassified_drain_after": flap.UNCLASSIFIED_DRAIN_AFTER,
+                          "flap_window_runs": flap.FLAP_WINDOW_RUNS, "flap_returns": flap.FLAP_RETURNS,
+                          "resume_passes_after_flap": flap.RESUME_PASSES_AFTER_FLAP, "codes": rows}, indent=2))
+        return 0
+    print(f"flapping: fail -> pass -> fail {flap.FLAP_RETURNS} times in {flap.FLAP_WINDOW_RUNS} runs drains at once; "
+          f"a flapping code resumes after {flap.RESUME_PASSES_AFTER_FLAP} passes in a row; a code not listed drains "
+          f"after {flap.UNCLASSIFIED_DRAIN_AFTER}")
+    for row in rows:
+        kind = "fatal" if row["fatal"] else "override" if row["overridden"] else "streak"
+        print(f"{row['code']:<26} {row['drain_after']:>3}  {kind:<8} {row['why']}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    overrides = flap.parse_overrides(args.drain_after)
+    if args.show_policy:
+        return show_policy(overrides, args.json)
     if not args.spec.is_file():
         raise RocmFleetError(f"--spec {args.spec}: no such file; the health mode judges the node against its declared "
                              "state (playbooks/validate.yml or roles/node_health writes it)")
@@ -132,21 +164,39 @@ def run(args: argparse.Namespace) -> int:
     if rc is None:
         bad.append({"id": "health", "code": "RF-TIMEOUT", "message": f"stopped after {args.timeout} s"})
     passed = not bad
-    reason = "; ".join(sorted({str(c.get("code") or c["id"]) for c in bad})) if bad else ""
-    action, drained = slurm_act(slurm_node, passed, reason) if args.slurm else (None, False)
+    failures: dict[str, str] = {}
+    for c in bad:
+        key = str(c.get("code") or c["id"])
+        failures[key] = "; ".join(m for m in (failures.get(key), c.get("message") or "") if m)
+    memory = HealthState(args.state_dir, node)      # after the checks saved theirs: same document
+    decision = flap.step(memory.get("flap"), failures, at=now(), overrides=overrides)
+    memory.set("flap", decision.history)
+    memory.save()
+    action, drained = slurm_act(slurm_node, decision.wanted, decision.reason) if args.slurm else (None, False)
     if args.textfile:
         write_atomically(args.textfile, textfile(doc, ok=passed, duration_s=seconds, finished_at=time.time(),
-                                                 drained=drained))
+                                                 drained=drained, codes=decision.codes))
     summary = {"schema_version": 1, "node": node, "passed": passed, "seconds": round(seconds, 2),
                "checks": len(doc["checks"]), "failed": [{"check": c["id"], "code": c.get("code"),
                                                          "message": c.get("message")} for c in bad],
+               "flap": {"wanted": decision.wanted, "reason": decision.reason, "drain": decision.drain,
+                        "waiting": [c.waiting() for c in decision.waiting],
+                        "flapping": [c.code for c in decision.flapping],
+                        "codes": [{"code": c.code, "failing": c.failing, "streak": c.streak,
+                                   "drain_after": c.drain_after, "fatal": c.fatal, "flapping": c.flapping,
+                                   "passes": c.passes, "recent": c.recent, "first_seen": c.first_seen,
+                                   "last_seen": c.last_seen, "drains": c.drains} for c in decision.codes]},
                "slurm": {"node": slurm_node, "action": action, "drained": drained} if args.slurm else None}
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        verdict = "PASS" if passed else f"FAIL {reason}"
-        slurm_text = f"; slurm: {action}" if action else ""
-        print(f"health {node}: {verdict} ({len(doc['checks'])} checks, {seconds:.1f} s){slurm_text}")
+        verdict = "PASS" if passed else f"FAIL {'; '.join(sorted(failures))}"
+        policy = [*(c.waiting() for c in decision.waiting)]
+        policy += [f"flapping: {', '.join(c.code for c in decision.flapping)}"] if decision.flapping else []
+        policy += [f"drain: {decision.reason}"] if decision.wanted == "drain" else []
+        policy += [f"held drained: {'; '.join(decision.drain.values())}"] if decision.wanted == "keep" else []
+        extra = "".join(f"; {p}" for p in policy) + (f"; slurm: {action}" if action else "")
+        print(f"health {node}: {verdict} ({len(doc['checks'])} checks, {seconds:.1f} s){extra}")
         for c in bad:
             print(f"  {c.get('code') or ''} {c['id']}: {(c.get('message') or '')[:300]}", file=sys.stderr)
     return 0 if passed else 1

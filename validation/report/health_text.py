@@ -1,18 +1,23 @@
 """The health mode's Prometheus textfile, for node_exporter's textfile collector (render only).
 
 One gauge per check (0 pass/skip, 1 warn, 2 fail, 3 timeout, 4 error) labelled with its failure
-code, the node's verdict, when the run ended, how long it took, and whether the health mode has
-the node drained. Names follow Prometheus' conventions (base units, `_seconds`, `_timestamp_seconds`).
+code, the node's verdict, when the run ended, how long it took, whether the health mode has
+the node drained, and per failure code with a history its flap state (validation/flap.py): consecutive
+failing runs, the streak that drains, and whether it is flapping. Names follow Prometheus'
+conventions (base units, `_seconds`, `_timestamp_seconds`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from validation.flap import CodeStatus
 from validation.report.fleet_text import STATUS_VALUE, label
 
 
-def textfile(doc: dict[str, Any], *, ok: bool, duration_s: float, finished_at: float, drained: bool) -> str:
+def textfile(doc: dict[str, Any], *, ok: bool, duration_s: float, finished_at: float, drained: bool,
+             codes: Sequence[CodeStatus] = ()) -> str:
     node = label(doc["host"])
     lines = ["# HELP rocm_fleet_health_check_status Health check status: 0 pass or skip, 1 warn, 2 fail, "
              "3 timeout, 4 error",
@@ -30,4 +35,15 @@ def textfile(doc: dict[str, Any], *, ok: bool, duration_s: float, finished_at: f
               f'rocm_fleet_health_duration_seconds{{node="{node}"}} {duration_s:.3f}',
               "# HELP rocm_fleet_health_drained 1 when the health mode has drained the node in Slurm",
               "# TYPE rocm_fleet_health_drained gauge", f'rocm_fleet_health_drained{{node="{node}"}} {int(drained)}']
+    families = (
+        ("rocm_fleet_health_failing_runs", "Consecutive failing health runs of a failure code (0 once it passes)",
+         lambda c: c.streak),
+        ("rocm_fleet_health_drain_after_runs", "Consecutive failing runs after which a failure code drains the node",
+         lambda c: c.drain_after),
+        ("rocm_fleet_health_flapping", "1 when a failure code went fail, pass, fail repeatedly within the recent "
+         "runs (validation/flap.py)", lambda c: int(c.flapping)),
+    )
+    for name, help_text, value in families if codes else ():
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+        lines += [f'{name}{{node="{node}",code="{label(c.code)}"}} {value(c)}' for c in codes]
     return "\n".join(lines) + "\n"

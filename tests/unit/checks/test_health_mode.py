@@ -9,6 +9,7 @@ run for real on this machine.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -17,12 +18,13 @@ from pathlib import Path
 import pytest
 from recorded_host import RecordedHost
 
-from validation import runner, slurm
+from validation import flap, runner, slurm
 from validation.checks import test_health as checks
 from validation.checks.health import HealthState
 from validation.checks.outcome import CheckFailure
 from validation.errors import RocmFleetError
 from validation.probes import gpu_activity
+from validation.report.health_text import textfile
 
 AMD_SPEC = {"validation_gpu_count": 1, "validation_gpu_vendor": "amd"}
 
@@ -126,18 +128,20 @@ def test_the_drain_reason_is_one_argument_one_line_and_bounded() -> None:
     assert len(argv[4]) == len("Reason=") + slurm.REASON_MAX
 
 
-@pytest.mark.parametrize(("passed", "states", "reason", "action"), [
-    (False, "IDLE", None, "drain"),
-    (False, "IDLE+DRAIN", "rocm-fleet health: RF-ECC", None),             # already drained for this reason
-    (False, "IDLE+DRAIN", "rocm-fleet health: RF-FIRMWARE", "drain"),       # drained by us, another reason now
-    (False, "IDLE+DRAIN", "disk swap, ticket 4711", None),                  # an administrator's drain: left alone
-    (True, "IDLE+DRAIN", "rocm-fleet health: RF-ECC", "resume"),
-    (True, "MIXED+DRAIN", "disk swap, ticket 4711", None),
-    (True, "IDLE", None, None),
+@pytest.mark.parametrize(("wanted", "states", "reason", "action"), [
+    ("drain", "IDLE", None, "drain"),
+    ("drain", "IDLE+DRAIN", "rocm-fleet health: RF-ECC", None),             # already drained for this reason
+    ("drain", "IDLE+DRAIN", "rocm-fleet health: RF-FIRMWARE", "drain"),       # drained by us, another reason now
+    ("drain", "IDLE+DRAIN", "disk swap, ticket 4711", None),                  # an administrator's drain: left alone
+    ("resume", "IDLE+DRAIN", "rocm-fleet health: RF-ECC", "resume"),
+    ("resume", "MIXED+DRAIN", "disk swap, ticket 4711", None),
+    ("resume", "IDLE", None, None),
+    ("keep", "IDLE+DRAIN", "rocm-fleet health: RF-ECC", None),              # its codes not released yet
+    ("keep", "IDLE", None, None),                                           # an administrator resumed it: theirs
 ])
-def test_slurm_decision(passed: bool, states: str, reason: str | None, action: str | None) -> None:
+def test_slurm_decision(wanted: str, states: str, reason: str | None, action: str | None) -> None:
     node = slurm.SlurmNode(name="n1", states=frozenset(states.split("+")), reason=reason)
-    assert slurm.decide(passed, node, "RF-ECC") == action
+    assert slurm.decide(wanted, node, "RF-ECC") == action
 
 
 def test_the_health_command_judges_drift_and_writes_a_textfile_promtool_accepts(tmp_path: Path) -> None:
@@ -160,10 +164,16 @@ def test_the_health_command_judges_drift_and_writes_a_textfile_promtool_accepts(
                               capture_output=True, text=True, timeout=120, check=False)
 
     drifted = health(other)
-    assert drifted.returncode == 1, drifted.stdout + drifted.stderr
-    assert drifted.stdout.startswith("health node1: FAIL RF-TUNING-THP")
+    assert drifted.returncode == 1, drifted.stdout + drifted.stderr       # below its streak: still a FAIL
+    assert drifted.stdout.startswith("health node1: FAIL RF-TUNING-THP (")
+    assert "; RF-TUNING-THP failing 1 of 3 before drain" in drifted.stdout and "drain:" not in drifted.stdout
     assert 'code="RF-TUNING-THP"} 2' in textfile.read_text() and 'rocm_fleet_health_ok{node="node1"} 0' in \
         textfile.read_text()
+    assert 'rocm_fleet_health_failing_runs{node="node1",code="RF-TUNING-THP"} 1' in textfile.read_text()
+    assert 'rocm_fleet_health_flapping{node="node1",code="RF-TUNING-THP"} 0' in textfile.read_text()
+    memory = json.loads((tmp_path / "state" / "node1.json").read_text())
+    assert memory["flap"]["codes"]["RF-TUNING-THP"]["streak"] == 1 and memory["flap"]["drain"] == {}
+    assert "kernel_log" in memory          # the checks' own memory is kept beside it
     promtool = shutil.which("promtool") or str(Path(sys.executable).parent / "promtool")
     assert Path(promtool).exists(), "promtool is missing: .ci/setup installs it from Debian's prometheus package"
     check = subprocess.run([promtool, "check", "metrics"], input=textfile.read_text(), capture_output=True, text=True,
@@ -174,6 +184,23 @@ def test_the_health_command_judges_drift_and_writes_a_textfile_promtool_accepts(
     assert fixed.stdout.startswith("health node1: PASS") and "rocm_fleet_health_ok{node=\"node1\"} 1" in \
         textfile.read_text()
     assert (tmp_path / "state" / "node1.json").is_file() and textfile.stat().st_mode & 0o777 == 0o644
+
+
+def test_the_textfile_reports_a_flapping_code_and_promtool_accepts_it() -> None:
+    history = None
+    hot = {"RF-GPU-THROTTLED": "gpu3 clocks held down now"}
+    for i, failures in enumerate([hot, {}, hot, {}, hot]):
+        decision = flap.step(history, failures, at=str(i))
+        history = decision.history
+    doc = {"host": "gpu-node-07", "checks": [{"id": "test_gpus_are_unthrottled_and_cool_enough_now",
+                                               "status": "fail", "code": "RF-GPU-THROTTLED"}]}
+    text = textfile(doc, ok=False, duration_s=2.5, finished_at=1.7e9, drained=True, codes=decision.codes)
+    assert 'rocm_fleet_health_flapping{node="gpu-node-07",code="RF-GPU-THROTTLED"} 1' in text
+    assert 'rocm_fleet_health_failing_runs{node="gpu-node-07",code="RF-GPU-THROTTLED"} 1' in text
+    assert 'rocm_fleet_health_drain_after_runs{node="gpu-node-07",code="RF-GPU-THROTTLED"} 3' in text
+    promtool = shutil.which("promtool") or str(Path(sys.executable).parent / "promtool")
+    check = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 def test_the_health_command_refuses_a_missing_spec_in_one_line(tmp_path: Path) -> None:

@@ -1,0 +1,267 @@
+"""Flap control for the health mode: when a failing code drains the node, when a node is flapping, and
+when a drained node may be resumed. The policy's defaults live here and nowhere else; operators
+override the streak per code (`rocm-fleet health --drain-after CODE=N`, roles/node_health's
+`node_health_drain_after`, which passes only what the inventory sets).
+
+The rules, per failure code of a health run:
+
+- **Streak.** A code drains the node after `drain_after` consecutive failing runs. Codes that can be
+  transient (a job's process not yet gone, throttling under a hot neighbour, configuration drift that
+  a converge is about to fix, a single new kernel-log line) wait DEFAULT_DRAIN_AFTER runs; fatal codes
+  (AT_ONCE) drain on the first run, because waiting only sends more jobs onto a broken GPU. A code no
+  one classified here keeps the behaviour the health mode had before flap control: at once.
+  A run in which the code did not fail (it passed, or its check was skipped) ends its streak.
+- **Below the streak** the run still fails (exit 1, the failure reported); only the drain waits.
+- **Flapping.** A code that went fail -> pass -> fail at least FLAP_RETURNS times within the last
+  FLAP_WINDOW_RUNS runs is flapping. A flapping code that fails drains the node at once, with
+  "flapping" in the reason: a node that keeps dropping in and out of service kills a job each time.
+- **Resume.** A node the policy drained is resumed once every code that drained it passes; a code that
+  was flapping must pass RESUME_PASSES_AFTER_FLAP consecutive runs first (it passes between its
+  failures by definition, so one pass proves nothing).
+
+Pure: the history is a JSON-able dict the caller keeps in the node's health state
+(validation/health_state.py) and `step` returns the next one. No I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from validation.codes import CODES
+from validation.errors import RocmFleetError
+
+DEFAULT_DRAIN_AFTER = 3
+"""Three runs: at the role's 300 s interval a transient cause (a job's processes still exiting, a
+throttle under a hot neighbour, a drift a converge is about to undo) has 10-15 minutes to clear, while
+a real fault still leaves service within a quarter of an hour. Two would drain on two unlucky runs in
+a row around a job's end; more would keep a broken node taking jobs for longer than a job's retry."""
+AT_ONCE = 1
+UNCLASSIFIED_DRAIN_AFTER = AT_ONCE
+"""A code not in POLICY drains at once, as every code did before flap control: a new check waits for a
+streak only after someone classified it here."""
+FLAP_WINDOW_RUNS = 12
+"""One hour of runs at the role's 300 s interval: long enough to see a pattern, short enough that a
+node repaired in the morning is not called flapping in the afternoon."""
+FLAP_RETURNS = 2
+"""fail -> pass -> fail twice (three separate failing spells) within the window. One return can be a
+coincidence (a job's cleanup racing the check twice); a third spell within the hour is a pattern."""
+RESUME_PASSES_AFTER_FLAP = 3
+"""A flapping code must pass three runs in a row (15 minutes at 300 s) before its node is resumed."""
+
+ECC_CORRECTABLE_ONLY = "correctable only"
+"""Written by the ECC-growth check (validation/checks/test_health.py) when only correctable counters
+grew: RF-ECC is fatal unless its message carries this marker."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rule:
+    drain_after: int
+    why: str
+
+
+def _fatal(why: str) -> Rule:
+    return Rule(drain_after=AT_ONCE, why=why)
+
+
+def _streak(why: str) -> Rule:
+    return Rule(drain_after=DEFAULT_DRAIN_AFTER, why=why)
+
+
+POLICY: dict[str, Rule] = {
+    # --- fatal: drain at once
+    "RF-GPU-MISSING": _fatal("a GPU fell off the bus; it does not come back without a power cycle"),
+    "RF-NO-AMD-GPU": _fatal("no AMD GPU answers: every job on the node fails"),
+    "RF-NO-NVIDIA-GPU": _fatal("no NVIDIA GPU answers: every job on the node fails"),
+    "RF-NO-KFD": _fatal("/dev/kfd is gone: no ROCm job can start"),
+    "RF-SKU-MISMATCH": _fatal("the node is not the hardware it is declared as; waiting does not change that"),
+    "RF-PCIE-FATAL": _fatal("a fatal PCIe error was latched on a GPU's link"),
+    "RF-ECC": _fatal(f"uncorrectable or deferred ECC errors grew (only correctable growth, marked "
+                     f"'{ECC_CORRECTABLE_ONLY}', waits DEFAULT_DRAIN_AFTER runs)"),
+    "RF-XGMI-ERRORS": _fatal("xGMI link errors corrupt collectives across the node's GPUs"),
+    "RF-CPER-FATAL": _fatal("the GPU logged a fatal CPER record"),
+    "RF-BAD-PAGES": _fatal("retired HBM pages are over AMD's published threshold"),
+    "RF-PCIE-AER-FATAL": _fatal("the kernel logged an uncorrectable (fatal) PCIe AER error"),
+    "RF-MCE": _fatal("the kernel logged a machine-check event"),
+    # --- can be transient: drain after DEFAULT_DRAIN_AFTER consecutive failing runs
+    "RF-GPU-BUSY": _streak("a finished job's processes can take a run or two to exit"),
+    "RF-GPU-THROTTLED": _streak("throttling follows load and the room's cooling; it often clears by the next run"),
+    "RF-TEMP-HIGH": _streak("an idle GPU still cooling down after a job reads hot for a run or two"),
+    "RF-GPU-ACTIVITY-UNKNOWN": _streak("the GPU tool may be upgraded or restarted between runs"),
+    "RF-TOOL-FAILED": _streak("a tool that fails once (busy driver, upgrade in progress) usually answers next run"),
+    "RF-TIMEOUT": _streak("one slow run (a loaded node, a slow tool) is not a fault"),
+    "RF-PCIE-DOWNGRADED": _streak("a link can read below its width or speed while it retrains or saves power"),
+    "RF-FIRMWARE": _streak("firmware updates land in maintenance: a run or two before --accept-changes"),
+    "RF-AMDGPU-KERNEL-ERRORS": _streak("one new amdgpu error line can be benign; new lines run after run are not"),
+    "RF-CONFIG-PACKAGE-HOLD": _streak("configuration drift: a converge is likely on its way"),
+    "RF-CONFIG-ROCM-VERSION": _streak("configuration drift: a converge is likely on its way"),
+    "RF-TUNING-THP": _streak("configuration drift: a converge is likely on its way"),
+    "RF-TUNING-SYSCTL": _streak("configuration drift: a converge is likely on its way"),
+    "RF-TUNING-CMDLINE": _streak("configuration drift: a converge is likely on its way"),
+    "RF-TUNING-REBOOT-PENDING": _streak("a reboot is pending: it is scheduled, not a fault"),
+    "RF-TUNING-CSTATE": _streak("configuration drift: a converge is likely on its way"),
+    "RF-CPER-NONFATAL": _streak("non-fatal CPER records in one run are corrected; run after run they are not"),
+    "RF-BAD-PAGES-GREW": _streak("a page retired now and then is the design working; growth run after run is not"),
+    "RF-PCIE-AER": _streak("a corrected AER error now and then is tolerated by the link; a stream of them is not"),
+    "RF-PCIE-REPLAY": _streak("replay counters grow a little under load; growth run after run is a weak link"),
+}
+
+
+_OVERRIDE = re.compile(r"(?P<code>RF-[A-Z0-9]+(?:-[A-Z0-9]+)*)=(?P<runs>[0-9]+)")
+
+Wanted = Literal["drain", "keep", "resume"]
+
+
+def known_codes() -> frozenset[str]:
+    return frozenset(CODES)
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, int]:
+    """`CODE=N` strings (from --drain-after) -> {code: runs}; a bad one raises with what to write."""
+    out: dict[str, int] = {}
+    known = known_codes()
+    for item in items:
+        found = _OVERRIDE.fullmatch(item.strip())
+        if found is None:
+            raise RocmFleetError(f"--drain-after {item!r}: expected CODE=N, a failure code and a whole number of "
+                                 "runs >= 1 (e.g. RF-GPU-BUSY=2)")
+        code, runs = found["code"], int(found["runs"])
+        if runs < 1:
+            raise RocmFleetError(f"--drain-after {item!r}: N is the number of consecutive failing runs before the "
+                                 "drain; 1 drains at once, 0 is not a streak")
+        if code not in known:
+            raise RocmFleetError(f"--drain-after {item!r}: {code} is not a failure code of this suite; the codes "
+                                 "are listed in docs/codes.md")
+        if out.get(code, runs) != runs:
+            raise RocmFleetError(f"--drain-after {code} given twice ({out[code]} and {runs}); give it once")
+        out[code] = runs
+    return out
+
+
+def drain_after(code: str, overrides: Mapping[str, int], message: str = "") -> int:
+    """Consecutive failing runs before `code` drains the node (an override wins over the policy)."""
+    if code in overrides:
+        return overrides[code]
+    if code == "RF-ECC" and ECC_CORRECTABLE_ONLY in message:
+        return DEFAULT_DRAIN_AFTER
+    rule = POLICY.get(code)
+    return rule.drain_after if rule else UNCLASSIFIED_DRAIN_AFTER
+
+
+def is_fatal(code: str, overrides: Mapping[str, int], message: str = "") -> bool:
+    """Drains at once because the policy calls it fatal (not because an override or no rule said 1)."""
+    rule = POLICY.get(code)
+    return code not in overrides and rule is not None and rule.drain_after == AT_ONCE and \
+        drain_after(code, overrides, message) == AT_ONCE
+
+
+def returns(recent: str) -> int:
+    """How often a code went fail -> pass -> fail in `recent` ("P"/"F" per run, oldest first)."""
+    return len(re.findall(r"F+P+(?=F)", recent))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CodeStatus:
+    code: str
+    failing: bool           # failed in this run
+    streak: int             # consecutive failing runs, this one included
+    passes: int             # consecutive passing runs since its last failure
+    drain_after: int
+    fatal: bool
+    flapping: bool
+    returns: int            # fail -> pass -> fail within `recent`
+    recent: str             # "P"/"F" per run, oldest first, at most FLAP_WINDOW_RUNS
+    first_seen: str
+    last_seen: str | None   # its last failing run
+    triggered: bool         # failing now and past its rule: fatal, its streak reached, or flapping
+    drains: bool            # triggered, or it drained the node before and is not released yet
+
+    def describe(self) -> str:
+        """The drain reason's words for this code."""
+        if self.fatal and self.failing:
+            return f"{self.code} (fatal, at once)"
+        if self.flapping:
+            return f"{self.code} flapping ({self.returns + 1} failing spells in {len(self.recent)} runs)"
+        return f"{self.code} failed {self.streak} consecutive run{'s' if self.streak != 1 else ''}"
+
+    def waiting(self) -> str:
+        """For a failing code below its streak: how far it is from draining the node."""
+        return f"{self.code} failing {self.streak} of {self.drain_after} before drain"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decision:
+    wanted: Wanted                  # drain (or re-word the drain), keep as it is, or resume
+    reason: str                     # without slurm.REASON_PREFIX; empty unless wanted == "drain"
+    drain: dict[str, str]           # code -> its words in the reason, while the policy holds the node out
+    codes: tuple[CodeStatus, ...]   # every code with a history, sorted
+    history: dict[str, Any]         # the next history to keep
+
+    @property
+    def waiting(self) -> tuple[CodeStatus, ...]:
+        return tuple(c for c in self.codes if c.failing and c.code not in self.drain)
+
+    @property
+    def flapping(self) -> tuple[CodeStatus, ...]:
+        return tuple(c for c in self.codes if c.flapping)
+
+
+def _order(status: CodeStatus) -> tuple[int, str]:
+    return (0 if status.fatal and status.failing else 1 if status.flapping else 2, status.code)
+
+
+def step(history: Mapping[str, Any] | None, failures: Mapping[str, str], *, at: str,
+         overrides: Mapping[str, int] | None = None) -> Decision:
+    """One health run: `failures` maps each failing code to its message. Returns what the policy wants
+    done with the node and the history to keep for the next run."""
+    overrides = overrides or {}
+    history = history or {}
+    before: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (history.get("codes") or {}).items()
+                                          if isinstance(v, dict)}
+    held: dict[str, str] = dict(history.get("drain") or {})
+    statuses: list[CodeStatus] = []
+    kept: dict[str, dict[str, Any]] = {}
+    for code in sorted(set(before) | set(failures)):
+        rec = before.get(code) or {"streak": 0, "passes": 0, "recent": "", "first_seen": at, "last_seen": None}
+        failing = code in failures
+        recent = (str(rec.get("recent", "")) + ("F" if failing else "P"))[-FLAP_WINDOW_RUNS:]
+        streak = int(rec.get("streak", 0)) + 1 if failing else 0
+        passes = 0 if failing else int(rec.get("passes", 0)) + 1
+        last_seen = at if failing else rec.get("last_seen")
+        message = failures.get(code, "")
+        n = drain_after(code, overrides, message)
+        back = returns(recent)
+        flapping = back >= FLAP_RETURNS
+        fatal = failing and is_fatal(code, overrides, message)
+        triggered = failing and (fatal or streak >= n or flapping)
+        released = not failing and (not flapping or passes >= RESUME_PASSES_AFTER_FLAP)
+        statuses.append(CodeStatus(code=code, failing=failing, streak=streak, passes=passes, drain_after=n,
+                                   fatal=fatal, flapping=flapping, returns=back, recent=recent,
+                                   first_seen=str(rec.get("first_seen") or at), last_seen=last_seen,
+                                   triggered=triggered, drains=triggered or (code in held and not released)))
+        if "F" in recent or code in held:       # a code that passed a whole window is forgotten
+            kept[code] = {"streak": streak, "passes": passes, "recent": recent,
+                          "first_seen": str(rec.get("first_seen") or at), "last_seen": last_seen}
+    due = sorted((s for s in statuses if s.triggered), key=_order)
+    still = [s for s in statuses if s.drains and not s.triggered]
+    # a code that already holds the node keeps its words, so the reason (and Slurm) change only when a
+    # new code joins; the streak goes on counting in the history
+    drain = {s.code: held.get(s.code) or s.describe() for s in [*due, *still]}
+    wanted: Wanted = "drain" if due else "keep" if still else "resume"
+    reason = "; ".join(drain.values()) if due else ""
+    return Decision(wanted=wanted, reason=reason, drain=drain if wanted != "resume" else {},
+                    codes=tuple(statuses),
+                    history={"codes": kept, "drain": drain if wanted != "resume" else {}})
+
+
+def policy_table(overrides: Mapping[str, int]) -> list[dict[str, Any]]:
+    """The policy in effect (for `rocm-fleet health --show-policy`): every classified or overridden code."""
+    rows = []
+    for code in sorted(set(POLICY) | set(overrides)):
+        rule = POLICY.get(code)
+        rows.append({"code": code, "drain_after": drain_after(code, overrides),
+                     "fatal": is_fatal(code, overrides), "overridden": code in overrides,
+                     "why": rule.why if rule else "not classified: drains at once unless overridden"})
+    return rows
