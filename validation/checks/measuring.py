@@ -28,6 +28,12 @@ JUDGED = "test_the_performance_numbers_were_judged"
 POSTFLIGHT = "test_gpus_stayed_idle_while_measuring"
 ORDER = {PREFLIGHT: 0, SIBLINGS: 2, JUDGED: 2.5, POSTFLIGHT: 3}          # everything else: 1
 MEASURING_TIERS = ("quick", "acceptance")
+# Numbers recorded within this long after another, with no span of their own, come from that number's
+# run: a ResNet configuration's p50/p99 latency and peak memory are recorded right after its images/s.
+# Given their own empty span instead, they were judged by the one sample before it: on the lent H100
+# (mid-run and copy loads against a site baseline) the latencies of a loaded run stayed valid and failed
+# RF-MODEL-LOW as the hardware's while their images/s beside them was marked invalid.
+SAME_RUN_S = 0.25
 WATCH_OFF = "the watcher was turned off (--watch-interval 0)"
 # A check that failed on one of these said a number is off; when someone else's process was on the
 # GPU meanwhile, that says nothing about the hardware, so RF-GPU-BUSY takes its place. Any other
@@ -123,13 +129,21 @@ class NodeMeasuring:
         named: set[int] | None = set()
         foreign: dict[tuple[int, int], gpu_watch.Sighting] = {}
         throttled: dict[int, gpu_watch.Throttle] = {}
+        last_span: tuple[float, float] | None = None
         for entry in self.measurements[first:]:
             if entry["metric"].startswith("idle_"):
                 continue
-            # a number's own span: the tool run it came from (runner.RawRun.started_at), else since the last one
+            # a number's own span: the tool run it came from (runner.RawRun.started_at); else, recorded in a
+            # burst right after another number, that number's run (latency and memory beside images/s);
+            # else since the last one
             taken_to = float(entry.get("taken_to") or entry.get("recorded_at") or end)
-            taken_from = float(entry.get("taken_from") or previous)
-            previous = taken_to
+            if entry.get("taken_from"):
+                taken_from = float(entry["taken_from"])
+            elif last_span is not None and taken_to - last_span[1] <= SAME_RUN_S:
+                taken_from, taken_to = last_span[0], max(taken_to, last_span[1])
+            else:
+                taken_from = previous
+            previous, last_span = taken_to, (taken_from, taken_to)
             gpus = [int(n) for n in GPU_IN_SUBJECT.findall(str(entry.get("subject", "")))] or None
             named = None if gpus is None or named is None else named | set(gpus)
             seen = gpu_watch.window(samples, taken_from, taken_to, interval_s=interval, owner=self.owner, gpus=gpus)
