@@ -33,6 +33,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 from typing import Any
@@ -241,6 +242,16 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def pack(out: Path, phase: str) -> Path:
+    """Every run's results document and log in one archive (the device tool returns few files)."""
+    path = out / f"documents-{phase}.tar.gz"
+    with tarfile.open(path, "w:gz") as archive:
+        for item in sorted((out / "runs").glob("*/*.json")) + sorted((out / "runs").glob("*.log")):
+            if not item.name.startswith("progress-"):
+                archive.add(item, arcname=str(item.relative_to(out)))
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("phase", choices=("idle", "loads", "all"))
@@ -280,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / f"matrix-{args.phase}.json").write_text(json.dumps(
         [{k: v for k, v in r.items() if k != "doc"} | {"counts": judged_counts(r["doc"])} for r in rows]
         + [{"watch": watch}], indent=1))
+    pack(args.out, args.phase)
     if KNOWN:
         text += "\n\nLeft out of the verdicts: " + "; ".join(f"{c} ({w})" for c, w in KNOWN.items())
     print(text)
