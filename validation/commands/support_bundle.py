@@ -72,7 +72,8 @@ def items(args: argparse.Namespace, cper_dir: Path) -> list[bundle.Item]:
                        timeout_s=t),
         bundle.Command(name="versions/rpm.txt", argv=("rpm", "-qa"), timeout_s=t),
         bundle.Command(name="versions/uname.txt", argv=("uname", "-a"), timeout_s=t),
-        bundle.Copy(name="versions/os-release", path=Path("/etc/os-release")),
+        # a link on most distributions (to /usr/lib/os-release); this one named system file is resolved
+        bundle.Copy(name="versions/os-release", path=Path("/etc/os-release").resolve()),
         bundle.Copy(name="versions/amdgpu-version", path=Path("/sys/module/amdgpu/version")),
         bundle.Command(name="versions/modinfo-amdgpu.txt", argv=("modinfo", "amdgpu"), timeout_s=t),
         bundle.Command(name="versions/lspci-amd.txt", argv=("lspci", "-d", "1002:", "-vvv"), timeout_s=t),
