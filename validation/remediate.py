@@ -17,8 +17,9 @@ Every failure code falls in one class:
   units or less memory than the SKU has); the node is held without a reboot.
 
 A code missing from the table is treated as REBOOT: a reboot is cheap next to a visit, and the node's
-attempts bound how often it is tried. The RAS codes (RF-CPER-*, RF-BAD-PAGES*, RF-PCIE-AER*, RF-MCE)
-are named here as strings; the checks that raise them are added separately.
+attempts bound how often it is tried. The RAS codes (fatal and non-fatal CPER records, bad pages, PCIe
+AER and replays, machine checks) are named here as strings (AWAITED); the checks that raise them, and
+their hints in validation/codes.py, are added separately.
 """
 
 from __future__ import annotations
@@ -78,6 +79,11 @@ POLICY: dict[str, tuple[str, str]] = {
     "RF-CU-COUNT": (PHYSICAL, "compute units missing"),
     "RF-SKU-MISMATCH": (PHYSICAL, "another GPU than declared is installed"),
 }
+# Codes of the RAS checks (issue 33 item 1, built on another branch) that this table names before they exist;
+# they get their hints in validation/codes.py with those checks. tests/unit/roles/test_role_contracts.py
+# accepts them without a hint until then.
+AWAITED = frozenset({"RF-CPER-FATAL", "RF-CPER-NONFATAL", "RF-BAD-PAGES", "RF-BAD-PAGES-GREW", "RF-PCIE-AER",
+                     "RF-PCIE-AER-FATAL", "RF-PCIE-REPLAY", "RF-MCE"})
 UNLISTED = (REBOOT, "not in the policy table: a reboot is tried, bounded by the node's attempts")
 
 
