@@ -123,6 +123,7 @@ def test_every_failure_code_is_in_the_one_table_once_and_every_entry_is_used() -
     import re
 
     from validation.codes import CODES
+    from validation.remediate import AWAITED  # the RAS codes the remediation policy names before they exist
 
     literal = next(n.value for n in ast.parse((ROOT / "validation" / "codes.py").read_text()).body
                    if isinstance(n, ast.AnnAssign) and isinstance(n.value, ast.Dict))
@@ -133,7 +134,6 @@ def test_every_failure_code_is_in_the_one_table_once_and_every_entry_is_used() -
         if path.name != "codes.py":
             for code in re.findall(r"\bRF-[A-Z0-9]+(?:-[A-Z0-9]+)*\b(?!-\{)", path.read_text()):
                 used.setdefault(code, str(path.relative_to(ROOT)))
-    from validation.remediate import AWAITED      # the RAS codes the remediation policy names before they exist
     unknown = {code: where for code, where in used.items() if code not in CODES and code not in AWAITED}
     assert not unknown, f"codes used without a hint in validation/codes.py: {unknown}"
     assert not set(CODES) - set(used), f"codes nothing raises: {sorted(set(CODES) - set(used))}"
