@@ -5,6 +5,11 @@ Pure command builders and parsers; validation/commands/health.py runs them. Node
 checked before they reach an argv (no shell is involved, and a name cannot start with `-`).
 A drain reason starts with REASON_PREFIX: that is how a later passing run knows the drain was its
 own, so a node an administrator drained for another reason is never resumed by it.
+
+Remediation (validation/remediate.py, playbooks/remediate.yml) uses two more reasons. While it works on
+a node the reason starts with REMEDIATE_PREFIX; a node it gives up on is held with PHYSICAL_PREFIX
+("rocm-fleet: needs physical action: RF-..."). Neither starts with REASON_PREFIX, so the health mode
+never resumes (nor re-drains) a node in either state: `decide` leaves any drain that is not its own alone.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from dataclasses import dataclass
 from validation.errors import RocmFleetError
 
 REASON_PREFIX = "rocm-fleet health: "
+REMEDIATE_PREFIX = "rocm-fleet remediate: "
+PHYSICAL_PREFIX = "rocm-fleet: needs physical action: "
 REASON_MAX = 200
 _NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _STATE = re.compile(r"(?:^|\s)State=(?P<state>\S+)")
@@ -36,6 +43,15 @@ class SlurmNode:
     def drained_by_health(self) -> bool:
         return self.drained and (self.reason or "").startswith(REASON_PREFIX)
 
+    @property
+    def drained_by_remediation(self) -> bool:
+        """Drained while remediation works on it (a run that was cut short leaves this reason)."""
+        return self.drained and (self.reason or "").startswith(REMEDIATE_PREFIX)
+
+    @property
+    def needs_physical_action(self) -> bool:
+        return self.drained and (self.reason or "").startswith(PHYSICAL_PREFIX)
+
 
 def check_node(name: str) -> str:
     if not _NODE.fullmatch(name):
@@ -55,6 +71,14 @@ def jobs_argv(node: str) -> list[str]:
 def drain_argv(node: str, reason: str) -> list[str]:
     text = " ".join((REASON_PREFIX + reason).split())[:REASON_MAX]
     return ["scontrol", "update", f"NodeName={check_node(node)}", "State=DRAIN", f"Reason={text}"]
+
+
+def reason_argv(node: str, prefix: str, text: str) -> list[str]:
+    """Drain (or keep drained) with `prefix` + `text` as the whole reason, cut to REASON_MAX."""
+    if prefix not in (REASON_PREFIX, REMEDIATE_PREFIX, PHYSICAL_PREFIX):
+        raise RocmFleetError(f"{prefix!r} is not one of rocm-fleet's drain reason prefixes")
+    reason = " ".join((prefix + text).split())[:REASON_MAX]
+    return ["scontrol", "update", f"NodeName={check_node(node)}", "State=DRAIN", f"Reason={reason}"]
 
 
 def resume_argv(node: str) -> list[str]:

@@ -20,7 +20,7 @@ _HERE = str(Path(__file__).resolve().parents[2])
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from validation import adduser, compat, cstates, declared, openpgp, recap, spec  # noqa: E402
+from validation import adduser, compat, cstates, declared, openpgp, recap, remediate, slurm, spec  # noqa: E402
 from validation.multinode import cluster_ssh  # noqa: E402
 from validation.multinode.model import ClusterError  # noqa: E402
 from validation.results import collect  # noqa: E402
@@ -139,6 +139,19 @@ def play_failures(output: str) -> list[str]:
     return recap.failures(output)
 
 
+# --- playbooks/remediate.yml ---------------------------------------------------------------------
+
+def slurm_node_state(output: str, node: str) -> dict[str, Any]:
+    """A node's Slurm state from `scontrol --oneliner show node NODE` (validation/slurm.py): drained,
+    its reason, whether rocm-fleet drained it (the health mode, or a remediation attempt cut short),
+    whether it is held for physical action, and the failure codes in the reason."""
+    state = slurm.parse_show_node(output, node)
+    return {"node": node, "states": sorted(state.states), "reason": state.reason or "", "drained": state.drained,
+            "drained_by_project": state.drained_by_health or state.drained_by_remediation,
+            "needs_physical_action": state.needs_physical_action,
+            "codes": list(remediate.codes_in(state.reason or ""))}
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
@@ -169,6 +182,7 @@ class FilterModule:
             "roles_for": roles_for,
             "play_recap": play_recap,
             "play_failures": play_failures,
+            "slurm_node_state": slurm_node_state,
             "node_stale": collect.stale,
             "cluster_own_addresses": own_addresses,
             "cluster_sources_problem": sources_problem,

@@ -69,7 +69,7 @@ def test_roles_playbooks_and_filters_work_by_fqcn_from_the_installed_collection(
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     out = json.loads((tmp / "out.json").read_text())
     assert "iommu=pt" in out["plan"]["cmdline"] and out["dir"] == "6.4.1"
-    for playbook in ("site", "validate", "upgrade", "health"):
+    for playbook in ("site", "validate", "upgrade", "health", "remediate"):
         check = _run([str(BIN / "ansible-playbook"), "-i", "localhost,", f"rocm_fleet.fleet.{playbook}",
                       "--syntax-check"], tmp, env)
         assert check.returncode == 0, check.stdout + check.stderr

@@ -1,0 +1,254 @@
+"""playbooks/remediate.yml on lab hosts with real Slurm 24.11, real reboots and the real health mode:
+a transient fault (a process left holding a device) goes drain -> reboot -> re-validate -> resume; a
+persistent one (a released package hold, which a reboot keeps) goes drain -> reboot -> re-validate ->
+"rocm-fleet: needs physical action" with its support bundle on the controller; an administrator's
+drain is left alone throughout; bad input is refused before any change.
+
+Its own lab (name rfrem, SSH ports 2881-2882, Slurm ports 17880-17882, inventory
+inventories/lab/rfrem*.yml so that the lab's group_vars apply), removed at the end also on failure.
+The faults are planted on the second host only: the first runs slurmctld, and scontrol needs it.
+The hosts have no GPU, so their spec declares none (validation_gpu_count: null) and the tiers run
+without the GPU checks: the verdict turns on configuration, the kernel log and processes holding a
+device (a plain file at /dev/dri/renderD128, as in test_health.py).
+
+    .venv/bin/pytest tests/integration/test_remediate.py -q -s      # -s prints the phase times
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import secrets
+import shlex
+import stat
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_run import ROOT, run_playbook
+from cluster_lab import cluster_inventory
+
+from validation.lab import Lab
+
+pytestmark = pytest.mark.lab
+
+LAB = "rfrem"
+PORT_BASE = int(os.environ.get("ROCM_FLEET_REMEDIATE_PORT_BASE", "2880"))
+HOSTS = ["rfrem-1", "rfrem-2"]
+INTERVAL = 10
+RECORD = "/var/lib/rocm-fleet/remediate.json"
+ADMIN_REASON = "disk swap, ticket 4711"
+# the lab's group_vars declare 8 GPUs and outrank the inventory's own vars: extra vars declare none
+NO_GPU = {"rocm_fleet_hosts": "lab", "validation_gpu_count": None, "validation_node_no_gpu": True}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Path]]:
+    """Two provisioned lab hosts with real Slurm and the health mode as its HealthCheckProgram."""
+    work = tmp_path_factory.mktemp("remediate")
+    inventories = ROOT / "inventories" / "lab"          # inside inventories/lab: group_vars apply
+    the_lab = Lab(LAB, len(HOSTS), mirror=True, port_base=PORT_BASE, inventory_path=inventories / f"{LAB}.yml")
+    with the_lab:
+        inventory = cluster_inventory(the_lab, inventories / f"{LAB}-remediate.yml", {
+            "node_health_interval_seconds": INTERVAL, "node_health_timeout_seconds": 8,
+            "node_reboot_timeout_seconds": 180, "validation_node_wheelhouse": str(work / "wheels")})
+        try:
+            build = subprocess.run([str(Path(sys.executable).parent / "pip"), "wheel", "--no-deps", "--quiet",
+                                    "--wheel-dir", str(work / "wheels"), str(ROOT), "pytest-testinfra"],
+                                   capture_output=True, text=True, timeout=600, check=False)
+            assert build.returncode == 0, build.stderr[-2000:]
+            site = run_playbook(inventory, ROOT / "playbooks" / "site.yml", "-e", "rocm_fleet_hosts=lab")
+            assert site.rc == 0, site.output[-4000:]
+            key = base64.b64encode(secrets.token_bytes(1024)).decode()
+            playbook = Path(tempfile.mkdtemp(prefix="rfrem-")) / "slurm.yml"
+            playbook.write_text(yaml.safe_dump([{"ansible.builtin.import_playbook":
+                                                 str(ROOT / "tests" / "integration" / "playbooks" / "lab_slurm.yml")}]))
+            slurm = run_playbook(inventory, playbook, "-e", json.dumps({"lab_slurm_munge_key_b64": key,
+                                                                       "lab_slurm_port_base": PORT_BASE + 15000}))
+            assert slurm.rc == 0, slurm.output[-4000:]
+            health = run_playbook(inventory, ROOT / "playbooks" / "health.yml", "-e",
+                                  json.dumps({**NO_GPU, "node_health_method": "slurm"}))
+            assert health.rc == 0, health.output[-4000:]
+            yield the_lab, inventory
+        finally:
+            inventory.unlink(missing_ok=True)
+
+
+def sh(lab: Lab, host: str, command: str) -> subprocess.CompletedProcess[str]:
+    return lab.ssh(host, [command])
+
+
+def remediate(inventory: Path, run_name: str, **extra: object):
+    return run_playbook(inventory, ROOT / "playbooks" / "remediate.yml", "-e",
+                        json.dumps({**NO_GPU, "rocm_fleet_run_name": run_name, **extra}))
+
+
+def node_state(lab: Lab, host: str) -> tuple[str, str]:
+    out = sh(lab, HOSTS[0], shlex.join(["scontrol", "--oneliner", "show", "node", host])).stdout
+    state = next((w.split("=", 1)[1] for w in out.split() if w.startswith("State=")), "?")
+    reason = out.split("Reason=", 1)[1].rsplit(" [", 1)[0].strip() if "Reason=" in out else ""
+    return state, reason
+
+
+def boot_of(lab: Lab, host: str) -> str:
+    return lab.run(host, ["cat", "/proc/1/stat"]).stdout.split()[21]        # PID 1's start time
+
+
+def wait_for(what: str, probe, timeout_s: float = 120, every_s: float = 2):
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(every_s)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}; last: {last!r}")
+
+
+def drained_for(lab: Lab, host: str, code: str) -> bool:
+    state, reason = node_state(lab, host)
+    return "DRAIN" in state and reason.startswith("rocm-fleet health: ") and code in reason
+
+
+PHASES = ("install", "plan", "reboot", "health", "validation", "decision", "bundle")
+
+
+def phases(record: dict) -> str:
+    return ", ".join(f"{k} {record['seconds'][k]:.1f} s" for k in PHASES if k in record["seconds"])
+
+
+def record_of(run_name: str, host: str) -> dict:
+    return json.loads((ROOT / "results" / run_name / "remediate" / f"{host}.json").read_text())
+
+
+def test_bad_limits_are_refused_in_one_line_before_any_change(lab: tuple[Lab, Path]) -> None:
+    _, inventory = lab
+    for extra, said in (({"rocm_fleet_remediate_max_attempts": 0}, "rocm_fleet_remediate_max_attempts is 0"),
+                        ({"rocm_fleet_remediate_max_nodes": 0}, "rocm_fleet_remediate_max_nodes is 0"),
+                        ({"rocm_fleet_remediate_max_attempts": -1}, "rocm_fleet_remediate_max_attempts is -1")):
+        run = remediate(inventory, "rfrem-refused", **extra)
+        assert run.rc != 0, run.output[-2000:]
+        assert f"remediate.yml refused before any change: {said}, give a whole number >= 1" in run.output, \
+            run.output[-2000:]
+        assert "Read the node's state in Slurm" not in run.output and run.changed() == 0, run.output[-2000:]
+
+
+def test_a_transient_fault_is_drained_rebooted_revalidated_and_resumed(lab: tuple[Lab, Path]) -> None:
+    the_lab, inventory = lab
+    admin, host = HOSTS
+    sh(the_lab, admin, shlex.join(["scontrol", "update", f"NodeName={admin}", "State=DRAIN",
+                                   f"Reason={ADMIN_REASON}"]))
+    try:
+        sh(the_lab, host, "mkdir -p /dev/dri && : > /dev/dri/renderD128")
+        holder = "setsid sh -c 'exec 3</dev/dri/renderD128; exec sleep 3600' >/dev/null 2>&1 < /dev/null & echo $!"
+        pid = sh(the_lab, host, holder).stdout.strip()
+        planted = time.monotonic()
+        wait_for(f"{host} drained for RF-GPU-BUSY", lambda: drained_for(the_lab, host, "RF-GPU-BUSY"))
+        drained_after = time.monotonic() - planted
+        boots = {h: boot_of(the_lab, h) for h in HOSTS}
+        started = time.monotonic()
+        run = remediate(inventory, "rfrem-transient", rocm_fleet_remediate_max_attempts=2,
+                        rocm_fleet_remediate_max_nodes=1)
+        took = time.monotonic() - started
+        assert run.rc == 0, run.output[-5000:]
+        assert boot_of(the_lab, host) != boots[host], "PID 1 has the same start time: the node did not reboot"
+        assert boot_of(the_lab, admin) == boots[admin], "the administrator's node was rebooted"
+        assert sh(the_lab, host, f"kill -0 {pid}").returncode != 0, "the planted process survived the reboot"
+        state, reason = node_state(the_lab, host)
+        assert "DRAIN" not in state and "IDLE" in state, (state, reason)
+        state, reason = node_state(the_lab, admin)
+        assert "DRAIN" in state and reason == ADMIN_REASON, (state, reason)
+        record = record_of("rfrem-transient", host)
+        assert record["action"] == "resume" and record["rebooted"] and record["passed"], record
+        assert record["plan"]["codes"] == ["RF-GPU-BUSY"] and record["plan"]["attempt"] == 1, record
+        on_node = json.loads(sh(the_lab, host, f"cat {RECORD}").stdout)
+        assert [(a["number"], a["result"], a["codes"]) for a in on_node["attempts"]] == [(1, "passed", ["RF-GPU-BUSY"])]
+        assert [e["event"] for e in on_node["events"]] == ["remediating", "resumed"], on_node["events"]
+        assert not (ROOT / "results" / "rfrem-transient" / "remediate" / f"{admin}.json").exists()
+        print(f"\ntransient fault (leftover device holder) on {host}: drained by the health mode after "
+              f"{drained_after:.0f} s; remediate.yml {took:.0f} s: "
+              + phases(record) + "; resumed")
+    finally:
+        sh(the_lab, admin, shlex.join(["scontrol", "update", f"NodeName={admin}", "State=RESUME"]))
+
+
+def test_a_persistent_fault_ends_held_for_physical_action_with_its_bundle(lab: tuple[Lab, Path]) -> None:
+    the_lab, inventory = lab
+    host = HOSTS[1]
+    try:
+        sh(the_lab, host, "apt-mark unhold rocminfo")          # kept across the reboot: a persistent fault
+        planted = time.monotonic()
+        wait_for(f"{host} drained for RF-CONFIG-PACKAGE-HOLD",
+                 lambda: drained_for(the_lab, host, "RF-CONFIG-PACKAGE-HOLD"))
+        drained_after = time.monotonic() - planted
+        boot = boot_of(the_lab, host)
+        started = time.monotonic()
+        # K=2 per 24 h: the transient fault's attempt counts, so this is attempt 2 of 2
+        run = remediate(inventory, "rfrem-persistent", rocm_fleet_remediate_max_attempts=2)
+        took = time.monotonic() - started
+        assert run.rc != 0, run.output[-4000:]
+        assert boot_of(the_lab, host) != boot, "the node was not rebooted"
+        state, reason = node_state(the_lab, host)
+        assert "DRAIN" in state and reason.startswith("rocm-fleet: needs physical action: RF-CONFIG-PACKAGE-HOLD"), \
+            (state, reason)
+        assert f"{host} stays drained: rocm-fleet: needs physical action: RF-CONFIG-PACKAGE-HOLD" in run.output
+        record = record_of("rfrem-persistent", host)
+        assert record["plan"]["attempt"] == 2 and record["action"] == "hold" and record["passed"] is False, record
+        bundle = ROOT / "results" / "rfrem-persistent" / "bundles" / f"{host}.tar.gz"
+        assert record["bundle"] == str(bundle)
+        assert stat.S_IMODE(bundle.stat().st_mode) == 0o600
+        check_bundle(bundle, host)
+        print(f"\npersistent fault (package hold released) on {host}: drained by the health mode after "
+              f"{drained_after:.0f} s; remediate.yml {took:.0f} s: "
+              + phases(record) + f"; held: {reason}")
+
+        # Held: a later run leaves it alone (no reboot), and so does the health mode once the fault is gone.
+        boot = boot_of(the_lab, host)
+        again = remediate(inventory, "rfrem-held", rocm_fleet_remediate_max_attempts=2)
+        assert again.rc == 0, again.output[-3000:]
+        assert "held for physical action, left alone" in again.output
+        sh(the_lab, host, "apt-mark hold rocminfo")
+        time.sleep(INTERVAL * 2.5)                  # two passing health runs
+        state, reason = node_state(the_lab, host)
+        assert "DRAIN" in state and reason.startswith("rocm-fleet: needs physical action: "), (state, reason)
+        assert boot_of(the_lab, host) == boot
+    finally:
+        sh(the_lab, host, "apt-mark hold rocminfo")
+        sh(the_lab, HOSTS[0], shlex.join(["scontrol", "update", f"NodeName={host}", "State=RESUME"]))
+
+
+def check_bundle(bundle: Path, host: str) -> None:
+    with tarfile.open(bundle) as tar:
+        members = {m.name.split("/", 1)[1]: m for m in tar.getmembers()}
+        top = {m.name.split("/", 1)[0] for m in tar.getmembers()}
+        assert len(top) == 1 and next(iter(top)).startswith(f"rocm-fleet-bundle-{host}-"), top
+        assert all(m.isfile() and not m.name.startswith("/") and ".." not in m.name for m in members.values())
+        read = {name: tar.extractfile(m).read() for name, m in members.items()}   # type: ignore[union-attr]
+    manifest = json.loads(read["manifest.json"])
+    files = {f["name"]: f for f in manifest["files"]}
+    assert manifest["node"] == host and "needs physical action" in manifest["summary"]["reason"]
+    for name in ("kernel/dmesg.txt", "versions/dpkg.txt", "versions/os-release", "versions/uname.txt",
+                 "versions/rocminfo.txt", "remediation/record.json", f"health/last/{host}.json", "slurm/node.txt"):
+        assert name in read, f"{name} is not in the bundle: {sorted(read)}"
+        assert files[name]["sha256"] == hashlib.sha256(read[name]).hexdigest()
+        assert files[name]["size"] == len(read[name])
+        assert files[name]["time"], files[name]
+    assert files["versions/dpkg.txt"]["command"][0] == "dpkg-query" and files["versions/dpkg.txt"]["rc"] == 0
+    assert b"rocminfo 6.1.2" in read["versions/dpkg.txt"]
+    for tool_view in ("amd-smi/static.json", "amd-smi/metric.json", "amd-smi/bad-pages.json", "amd-smi/ras-cper.txt"):
+        assert files[tool_view]["status"] == "absent" and "amd-smi is not installed" in files[tool_view]["reason"]
+    record = json.loads(read["remediation/record.json"])
+    assert [a["result"] for a in record["attempts"]] == ["passed", "failed"], record["attempts"]
+    assert "RF-CONFIG-PACKAGE-HOLD" in record["attempts"][1]["codes_after"], record["attempts"]
+    assert record["events"][-1]["event"] == "held", record["events"]
+    assert any(n.startswith("results/") and n.endswith(f"{host}.json") for n in read), sorted(read)
+    assert b"RF-CONFIG-PACKAGE-HOLD" in read[f"health/last/{host}.json"]
+    assert b"needs physical action" in read["slurm/node.txt"]
