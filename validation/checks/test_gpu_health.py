@@ -13,7 +13,7 @@ import pytest
 
 from validation import extract, parsers, ras
 from validation.checks.outcome import CheckFailure, expect
-from validation.checks.tools import run_tool, skip_unless_driver_loaded
+from validation.checks.tools import CPER_FOLDER, amd_smi_text, run_tool, skip_unless_driver_loaded
 from validation.errors import ParseError
 from validation.judge import judge_value
 from validation.parsers import amd_smi_ras, dmesg
@@ -113,22 +113,10 @@ def test_kernel_log_has_no_amdgpu_errors(host: Any, amd_gpus: int) -> None:
 
 # --- RAS signals (validation/ras.py): CPER records, bad pages, PCIe AER and machine checks, PCIe counters
 
-CPER_FOLDER = "/run/rocm-fleet/cper"       # amd-smi writes each record there as a .cper file (cleared at boot)
-
-
-def amd_smi_text(host: Any, command: str, what: str) -> str:
-    """The text of `amd-smi <command>`; a release without the command is RF-NOT-REPORTED, never a pass."""
-    out = run_tool(host, f"amd-smi {command}", timeout_s=60)
-    said = (out.stderr or out.stdout).strip()[:200]
-    expect(out.rc == 0, "RF-NOT-REPORTED", f"amd-smi {command} exited {out.rc} ({said}): "
-           f"{what} cannot be read on this node; amd-smi 6.4+ (ROCm 6.4) has it, and it runs as root")
-    return str(out.stdout)
-
-
 def test_no_gpu_has_a_fatal_cper_record(host: Any, amd_gpus: int, record: Any) -> None:
     """No GPU has a fatal CPER record (AMD's hardware error records, `amd-smi ras --cper`); non-fatal and
     corrected records are counted in the results."""
-    text = amd_smi_text(host, f"ras --cper --severity all --folder {CPER_FOLDER}", "CPER records")
+    text = amd_smi_text(host, f"ras --cper --severity all --folder {CPER_FOLDER}", "CPER records", timeout_s=60)
     try:
         entries = amd_smi_ras.parse_cper(text).entries if text.strip() else ()
     except ParseError as exc:
@@ -147,7 +135,7 @@ def test_no_gpu_has_a_fatal_cper_record(host: Any, amd_gpus: int, record: Any) -
 def test_no_gpu_has_pages_pending_retirement(host: Any, amd_gpus: int, record: Any) -> None:
     """No GPU has pages pending retirement (`amd-smi bad-pages`); retired pages are counted, and judged against
     a threshold only where one is known (validation/ras.py says why AMD's is not)."""
-    text = amd_smi_text(host, "bad-pages", "retired and pending pages")
+    text = amd_smi_text(host, "bad-pages", "retired and pending pages", timeout_s=60)
     try:
         pages = amd_smi_ras.parse_bad_pages(text)
     except ParseError as exc:

@@ -23,14 +23,15 @@ compares the node with the health memory the previous run left (validation/check
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import pytest
 
 from validation import idle, parsers, ras
 from validation.checks.health import HealthState, now
 from validation.checks.outcome import expect, fail_on_verdicts, require
-from validation.checks.tools import run_tool, skip_unless_driver_loaded
+from validation.checks.tools import CPER_FOLDER, amd_smi_text, skip_unless_driver_loaded
 from validation.errors import ParseError
 from validation.flap import ECC_CORRECTABLE_ONLY
 from validation.judge import judge_value
@@ -40,6 +41,8 @@ from validation.records import Status
 from validation.spec import gpu_vendor
 
 pytestmark = [pytest.mark.smoke, pytest.mark.health]
+
+T = TypeVar("T")
 
 COUNTERS = ("ecc_correctable", "ecc_uncorrectable", "ecc_deferred")
 
@@ -83,11 +86,31 @@ def test_gpu_error_counters_did_not_grow_since_the_last_health_run(host: Any, sp
            + ("" if uncorrectable else f" ({ECC_CORRECTABLE_ONLY}: watch the rate; RMA if it keeps growing)"))
 
 
+def _log_position(host: Any) -> tuple[str, float]:
+    """(boot id, seconds since boot), read before the log so that a line logged meanwhile counts as new."""
+    return (host.file("/proc/sys/kernel/random/boot_id").content_string.strip(),
+            float(host.file("/proc/uptime").content_string.split()[0]))
+
+
+def _new_since_the_last_run(health_state: HealthState, key: str, position: tuple[str, float], items: Sequence[T],
+                            seconds: Callable[[T], float | None]) -> tuple[list[T], str]:
+    """The kernel-log items the last health run did not see (by timestamp; by count where the log has none;
+    all of them on a new boot), and since when; this run's position is kept under `key`."""
+    boot_id, uptime = position
+    last = health_state.get(key) or {}
+    same_boot = last.get("boot_id") == boot_id
+    seen = float(last.get("seconds", -1.0)) if same_boot else -1.0
+    new = [i for i in items if seconds(i) is None or (seconds(i) or 0.0) > seen] if same_boot else list(items)
+    if same_boot and items and all(seconds(i) is None for i in items):
+        new = list(items[int(last.get("count", 0)):])
+    health_state.set(key, {"boot_id": boot_id, "seconds": uptime, "count": len(items)})
+    return new, "since the last health run" if same_boot else "since this boot (first health run of this boot)"
+
+
 def test_no_new_gpu_errors_in_the_kernel_log_since_the_last_health_run(host: Any,
                                                                        health_state: HealthState) -> None:
     """The kernel log has no new GPU error line since the last health run."""
-    boot_id = host.file("/proc/sys/kernel/random/boot_id").content_string.strip()
-    uptime = float(host.file("/proc/uptime").content_string.split()[0])
+    position = _log_position(host)
     out = host.run("timeout 30 dmesg --level=err,crit,alert,emerg")
     expect(out.rc == 0, "RF-TOOL-FAILED", f"dmesg could not be read (rc {out.rc}): {out.stderr.strip()[:200]}; the "
            "health mode runs as root")
@@ -96,14 +119,7 @@ def test_no_new_gpu_errors_in_the_kernel_log_since_the_last_health_run(host: Any
     except ParseError as exc:
         expect(False, "RF-TOOL-FAILED", f"kernel log not understood: {exc}")
         return
-    last = health_state.get("kernel_log") or {}
-    same_boot = last.get("boot_id") == boot_id
-    seen = float(last.get("seconds", -1.0)) if same_boot else -1.0
-    new = [line for line in lines if line.seconds is None or line.seconds > seen] if same_boot else list(lines)
-    if same_boot and lines and all(line.seconds is None for line in lines):   # no timestamps: count lines instead
-        new = list(lines[int(last.get("count", 0)):])
-    health_state.set("kernel_log", {"boot_id": boot_id, "seconds": uptime, "count": len(lines)})
-    where = "since the last health run" if same_boot else "since this boot (first health run of this boot)"
+    new, where = _new_since_the_last_run(health_state, "kernel_log", position, lines, lambda line: line.seconds)
     shown = "; ".join(f"[{line.seconds}] {line.text}" if line.seconds is not None else line.text
                       for line in new[:3])
     expect(not new, "RF-AMDGPU-KERNEL-ERRORS", f"{len(new)} new GPU error line(s) in the kernel log {where}: {shown}")
@@ -117,14 +133,6 @@ def _amd_gpus(host: Any, spec: dict) -> None:
     skip_unless_driver_loaded(host, "amd")
 
 
-def _amd_smi(host: Any, command: str, what: str) -> str:
-    out = run_tool(host, f"amd-smi {command}", timeout_s=20)
-    said = (out.stderr or out.stdout).strip()[:200]
-    expect(out.rc == 0, "RF-NOT-REPORTED", f"amd-smi {command} exited {out.rc} ({said}): "
-           f"{what} cannot be read on this node; amd-smi 6.4+ has it, and the health mode runs as root")
-    return str(out.stdout)
-
-
 def _since(health_state: HealthState) -> str:
     return f"since the last health run ({health_state.get('updated_at') or 'never'})"
 
@@ -133,7 +141,7 @@ def _since(health_state: HealthState) -> str:
 def test_no_new_cper_records_since_the_last_health_run(host: Any, spec: dict, health_state: HealthState) -> None:
     """No GPU wrote a new fatal CPER record, nor new non-fatal ones, since the last health run."""
     _amd_gpus(host, spec)
-    text = _amd_smi(host, "ras --cper --severity all --folder /run/rocm-fleet/cper", "CPER records")
+    text = amd_smi_text(host, f"ras --cper --severity all --folder {CPER_FOLDER}", "CPER records", timeout_s=20)
     try:
         entries = amd_smi_ras.parse_cper(text).entries if text.strip() else ()
     except ParseError as exc:
@@ -152,7 +160,7 @@ def test_no_bad_pages_pending_or_grown_since_the_last_health_run(host: Any, spec
                                                                   health_state: HealthState) -> None:
     """No GPU has pages pending retirement, and no GPU retired more pages since the last health run."""
     _amd_gpus(host, spec)
-    text = _amd_smi(host, "bad-pages", "retired and pending pages")
+    text = amd_smi_text(host, "bad-pages", "retired and pending pages", timeout_s=20)
     try:
         pages = amd_smi_ras.parse_bad_pages(text)
     except ParseError as exc:
@@ -174,7 +182,8 @@ def test_pcie_and_xgmi_link_errors_did_not_grow_since_the_last_health_run(host: 
     health run: one `amd-smi metric --pcie --ecc-blocks` call; xGMI growth fails RF-XGMI-ERRORS, PCIe growth
     RF-PCIE-REPLAY (both are listed when both grew)."""
     _amd_gpus(host, spec)
-    text = _amd_smi(host, "metric --pcie --ecc-blocks --json", "the PCIe and xGMI link error counters")
+    text = amd_smi_text(host, "metric --pcie --ecc-blocks --json", "the PCIe and xGMI link error counters",
+                        timeout_s=20)
     try:
         gpus = parsers.parse("amd-smi", text).gpus
     except ParseError as exc:
@@ -204,8 +213,7 @@ def test_no_new_pcie_aer_or_machine_check_in_the_kernel_log_since_the_last_healt
         host: Any, health_state: HealthState) -> None:
     """The kernel log has no new PCIe AER report (fatal, non-fatal or corrected) and no new machine-check
     events since the last health run (the AER and mce lines name no driver, so the amdgpu check misses them)."""
-    boot_id = host.file("/proc/sys/kernel/random/boot_id").content_string.strip()
-    uptime = float(host.file("/proc/uptime").content_string.split()[0])
+    position = _log_position(host)
     out = host.run("timeout 30 dmesg")
     expect(out.rc == 0, "RF-TOOL-FAILED", f"dmesg could not be read (rc {out.rc}): {out.stderr.strip()[:200]}; the "
            "health mode runs as root")
@@ -214,15 +222,9 @@ def test_no_new_pcie_aer_or_machine_check_in_the_kernel_log_since_the_last_healt
     except ParseError as exc:
         expect(False, "RF-TOOL-FAILED", f"kernel log not understood: {exc}")
         return
-    last = health_state.get("kernel_hw_errors") or {}
-    same_boot = last.get("boot_id") == boot_id
-    seen = float(last.get("seconds", -1.0)) if same_boot else -1.0
-    new = tuple(e for e in errors if e.line.seconds is None or e.line.seconds > seen) if same_boot else errors
-    if same_boot and errors and all(e.line.seconds is None for e in errors):   # no timestamps: count instead
-        new = errors[int(last.get("count", 0)):]
-    health_state.set("kernel_hw_errors", {"boot_id": boot_id, "seconds": uptime, "count": len(errors)})
-    findings = ras.kernel_findings(new, nonfatal_fail=True)
-    where = "since the last health run" if same_boot else "since this boot (first health run of this boot)"
+    new, where = _new_since_the_last_run(health_state, "kernel_hw_errors", position, errors,
+                                         lambda e: e.line.seconds)
+    findings = ras.kernel_findings(tuple(new), nonfatal_fail=True)
     expect(not findings, findings[0].code if findings else "RF-PCIE-AER",
            f"new hardware error reports in the kernel log {where}: " + "; ".join(f.message for f in findings))
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from validation.checks.outcome import CheckFailure
+from validation.checks.outcome import CheckFailure, expect
 
 # Where each tool comes from, for the message (the fix is in the code's hint).
 PACKAGES = {
@@ -47,3 +47,16 @@ def skip_unless_driver_loaded(host: Any, vendor: str) -> None:
         pytest.skip("no AMD GPU present (amdgpu is not loaded); test_gpu_presence fails and says so")
     if vendor == "nvidia" and not host.exists("nvidia-smi"):
         pytest.skip("nvidia-smi is not installed: no NVIDIA driver; test_gpu_presence fails and says so")
+
+
+# amd-smi writes each CPER record it reads into this folder as a .cper file (on /run: cleared at boot)
+CPER_FOLDER = "/run/rocm-fleet/cper"
+
+
+def amd_smi_text(host: Any, command: str, what: str, *, timeout_s: int) -> str:
+    """The text of `amd-smi <command>`; a release without the command is RF-NOT-REPORTED, never a pass."""
+    out = run_tool(host, f"amd-smi {command}", timeout_s=timeout_s)
+    said = (out.stderr or out.stdout).strip()[:200]
+    expect(out.rc == 0, "RF-NOT-REPORTED", f"amd-smi {command} exited {out.rc} ({said}): "
+           f"{what} cannot be read on this node; amd-smi 6.4+ (ROCm 6.4) has it, and the checks run as root")
+    return str(out.stdout)
