@@ -82,7 +82,7 @@ POLICY: dict[str, Rule] = {
                      f"'{ECC_CORRECTABLE_ONLY}', waits DEFAULT_DRAIN_AFTER runs)"),
     "RF-XGMI-ERRORS": _fatal("xGMI link errors corrupt collectives across the node's GPUs"),
     "RF-CPER-FATAL": _fatal("the GPU logged a fatal CPER record"),
-    "RF-BAD-PAGES": _fatal("retired HBM pages are over AMD's published threshold"),
+    "RF-BAD-PAGES": _fatal("HBM pages are pending retirement (or retired pages reached the threshold)"),
     "RF-PCIE-AER-FATAL": _fatal("the kernel logged an uncorrectable (fatal) PCIe AER error"),
     "RF-MCE": _fatal("the kernel logged a machine-check event"),
     # --- can be transient: drain after DEFAULT_DRAIN_AFTER consecutive failing runs

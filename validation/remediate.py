@@ -67,8 +67,9 @@ POLICY: dict[str, tuple[str, str]] = {
     "RF-ECC": (ONCE, "ECC errors repeated after a reboot"),
     "RF-XGMI-ERRORS": (ONCE, "xGMI link errors repeated after a reboot"),
     "RF-BAD-PAGES-GREW": (ONCE, "retired pages kept growing after a reboot"),
+    "RF-BAD-PAGES": (ONCE, "pages pending retirement are retired when the driver loads again (the code's hint); "
+                           "pending again after the reboot, or at the bad-page threshold, the GPU is due for RMA"),
     # a reboot cannot fix it
-    "RF-BAD-PAGES": (PHYSICAL, "retired pages over the threshold: the GPU is due for RMA"),
     "RF-RCCL-WRONG": (PHYSICAL, "wrong collective results (data corruption)"),
     "RF-BURNIN-ECC-UNCORRECTABLE": (PHYSICAL, "uncorrectable ECC errors under load"),
     "RF-BURNIN-WRONG-RESULT": (PHYSICAL, "wrong results under load (data corruption)"),

@@ -34,9 +34,17 @@ def test_a_leftover_process_gets_a_reboot_as_the_first_attempt() -> None:
     assert "process left holding a GPU" in plan.why
 
 
-def test_bad_pages_over_the_threshold_are_held_without_a_reboot() -> None:
-    plan = before(("RF-GPU-BUSY", "RF-BAD-PAGES"), [])
-    assert plan.action == "hold" and plan.why.startswith("RF-BAD-PAGES: retired pages over the threshold")
+def test_wrong_results_are_held_without_a_reboot() -> None:
+    plan = before(("RF-GPU-BUSY", "RF-PROBE-WRONG-RESULT"), [])
+    assert plan.action == "hold" and plan.why.startswith("RF-PROBE-WRONG-RESULT: a probe computed wrong results")
+
+
+def test_pending_bad_pages_get_the_reboot_that_retires_them_and_are_held_when_they_come_back() -> None:
+    # RF-BAD-PAGES' hint: pending pages are retired at the next driver load; no MI300X threshold is published
+    assert before(("RF-BAD-PAGES",), []).action == "reboot"
+    first = attempt(1, 1, ("RF-BAD-PAGES",), result="pending")
+    after = remediate.plan_after(first, False, ("RF-BAD-PAGES",), [first], now=NOW, max_attempts=3, window_hours=24)
+    assert after.action == "hold"
 
 
 def test_a_fatal_cper_gets_one_reboot_and_is_held_when_it_comes_back() -> None:
