@@ -18,6 +18,12 @@ The rules, per failure code of a health run:
 - **Resume.** A node the policy drained is resumed once every code that drained it passes; a code that
   was flapping must pass RESUME_PASSES_AFTER_FLAP consecutive runs first (it passes between its
   failures by definition, so one pass proves nothing).
+- **Fatal holds.** While Slurm shows the node drained, a code that drained it as fatal is never released
+  by a pass: the RAS checks judge events (a new fatal AER line, a new fatal CPER record), so the run after
+  the event passes because nothing *new* happened, not because the hardware is well. The node stays
+  drained until remediation (a reboot and a passing re-validation, playbooks/remediate.yml) or a person
+  resumes it; once Slurm shows it in service again, the policy forgets what held it. Without Slurm
+  (`drained` unknown) a pass releases it as before: there is no drain to keep.
 
 Pure: the history is a JSON-able dict the caller keeps in the node's health state
 (validation/health_state.py) and `step` returns the next one. No I/O, no clock.
@@ -50,6 +56,9 @@ FLAP_RETURNS = 2
 coincidence (a job's cleanup racing the check twice); a third spell within the hour is a pattern."""
 RESUME_PASSES_AFTER_FLAP = 3
 """A flapping code must pass three runs in a row (15 minutes at 300 s) before its node is resumed."""
+
+FATAL_WORDS = "(fatal, at once)"
+"""What a code that drained the node as fatal says in the reason (and in the history's held codes)."""
 
 ECC_CORRECTABLE_ONLY = "correctable only"
 """Written by the ECC-growth check (validation/checks/test_health.py) when only correctable counters
@@ -181,7 +190,7 @@ class CodeStatus:
     def describe(self) -> str:
         """The drain reason's words for this code."""
         if self.fatal and self.failing:
-            return f"{self.code} (fatal, at once)"
+            return f"{self.code} {FATAL_WORDS}"
         if self.flapping:
             return f"{self.code} flapping ({self.returns + 1} failing spells in {len(self.recent)} runs)"
         return f"{self.code} failed {self.streak} consecutive run{'s' if self.streak != 1 else ''}"
@@ -213,14 +222,16 @@ def _order(status: CodeStatus) -> tuple[int, str]:
 
 
 def step(history: Mapping[str, Any] | None, failures: Mapping[str, str], *, at: str,
-         overrides: Mapping[str, int] | None = None) -> Decision:
+         overrides: Mapping[str, int] | None = None, drained: bool | None = None) -> Decision:
     """One health run: `failures` maps each failing code to its message. Returns what the policy wants
-    done with the node and the history to keep for the next run."""
+    done with the node and the history to keep for the next run. `drained`: what Slurm shows before this
+    run (True drained, whatever the reason; False in service; None no Slurm): a drained node keeps its
+    fatal codes held, a node in service holds nothing."""
     overrides = overrides or {}
     history = history or {}
     before: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (history.get("codes") or {}).items()
                                           if isinstance(v, dict)}
-    held: dict[str, str] = dict(history.get("drain") or {})
+    held: dict[str, str] = dict(history.get("drain") or {}) if drained is not False else {}
     statuses: list[CodeStatus] = []
     kept: dict[str, dict[str, Any]] = {}
     for code in sorted(set(before) | set(failures)):
@@ -236,7 +247,8 @@ def step(history: Mapping[str, Any] | None, failures: Mapping[str, str], *, at: 
         flapping = back >= FLAP_RETURNS
         fatal = failing and is_fatal(code, overrides, message)
         triggered = failing and (fatal or streak >= n or flapping)
-        released = not failing and (not flapping or passes >= RESUME_PASSES_AFTER_FLAP)
+        fatal_hold = drained is True and str(held.get(code, "")).endswith(FATAL_WORDS)
+        released = not failing and not fatal_hold and (not flapping or passes >= RESUME_PASSES_AFTER_FLAP)
         statuses.append(CodeStatus(code=code, failing=failing, streak=streak, passes=passes, drain_after=n,
                                    fatal=fatal, flapping=flapping, returns=back, recent=recent,
                                    first_seen=str(rec.get("first_seen") or at), last_seen=last_seen,

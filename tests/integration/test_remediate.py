@@ -2,7 +2,11 @@
 a transient fault (a process left holding a device) goes drain -> reboot -> re-validate -> resume; a
 persistent one (a released package hold, which a reboot keeps) goes drain -> reboot -> re-validate ->
 "rocm-fleet: needs physical action" with its support bundle on the controller; an administrator's
-drain is left alone throughout; bad input is refused before any change.
+drain is left alone throughout; bad input is refused before any change. A fatal PCIe AER report,
+injected with the dmesg stand-in (tests/integration/standins/dmesg_standin.py): transient (under /run)
+goes drain at once -> held through passing runs -> reboot -> re-validate -> resume; recurring (under
+/var/lib) goes drain -> one reboot -> the report again -> held for physical action with the report in
+its bundle's kernel log.
 
 Its own lab (name rfrem, SSH ports 2881-2882, Slurm ports 17880-17882, inventory
 inventories/lab/rfrem*.yml so that the lab's group_vars apply), removed at the end also on failure.
@@ -252,3 +256,115 @@ def check_bundle(bundle: Path, host: str) -> None:
     assert any(n.startswith("results/") and n.endswith(f"{host}.json") for n in read), sorted(read)
     assert b"RF-CONFIG-PACKAGE-HOLD" in read[f"health/last/{host}.json"]
     assert b"needs physical action" in read["slurm/node.txt"]
+
+
+# --- PCIe AER (issue 33): the lab's dmesg stand-in prints a real fatal AER report after the real log ---------
+
+STANDIN = ROOT / "tests" / "integration" / "standins" / "dmesg_standin.py"
+AER_LINE = "pcieport 0000:00:1c.4: AER: Uncorrected (Fatal) error received: id=00e4"
+AER_REASON = "rocm-fleet health: RF-PCIE-AER-FATAL (fatal, at once)"
+
+
+@pytest.fixture
+def aer_node(lab: tuple[Lab, Path]) -> Iterator[str]:
+    """The second host with the dmesg stand-in as /usr/local/bin/dmesg and a fresh remediation record (the
+    earlier tests' attempts moved aside, the documented way), all undone afterwards."""
+    the_lab, _ = lab
+    host = HOSTS[1]
+    payload = base64.b64encode(STANDIN.read_bytes()).decode()
+    put = sh(the_lab, host, f"echo {payload} | base64 -d > /usr/local/bin/dmesg && chmod 0755 /usr/local/bin/dmesg"
+                            f" && mv -f {RECORD} {RECORD}.before-aer 2>/dev/null; command -v dmesg")
+    assert put.stdout.strip() == "/usr/local/bin/dmesg", (put.stdout, put.stderr)
+    # the health runner (Slurm's HealthCheckProgram) sets its own PATH: /usr/local/bin comes before /usr/bin
+    runner_path = sh(the_lab, host, "sed -n 's/^PATH=//p' /usr/local/sbin/rocm-fleet-health").stdout.strip().split(":")
+    assert runner_path.index("/usr/local/bin") < runner_path.index("/usr/bin"), runner_path
+    assert sh(the_lab, host, "findmnt -n -o FSTYPE /run").stdout.strip() == "tmpfs"
+    try:
+        yield host
+    finally:
+        sh(the_lab, host, f"dmesg --standin-clear; rm -f /usr/local/bin/dmesg; mv -f {RECORD} {RECORD}.aer")
+        sh(the_lab, HOSTS[0], shlex.join(["scontrol", "update", f"NodeName={host}", "State=RESUME"]))
+
+
+def inject_aer(the_lab: Lab, host: str, mode: str) -> float:
+    out = sh(the_lab, host, f"dmesg --standin-inject {mode}")
+    assert out.returncode == 0, out.stderr
+    seen = sh(the_lab, host, "timeout 30 dmesg | tail -n 10").stdout
+    assert AER_LINE in seen, seen
+    return time.monotonic()
+
+
+def drained_for_aer_and_held(the_lab: Lab, host: str, planted: float) -> float:
+    wait_for(f"{host} drained for RF-PCIE-AER-FATAL", lambda: drained_for(the_lab, host, "RF-PCIE-AER-FATAL"))
+    drained_after = time.monotonic() - planted
+    # a fatal event holds the node: the next runs see no *new* line, pass, and must not resume it
+    time.sleep(INTERVAL * 2.5)
+    state, reason = node_state(the_lab, host)
+    assert "DRAIN" in state and reason == AER_REASON, (state, reason)
+    return drained_after
+
+
+def test_a_transient_pcie_aer_fatal_error_is_drained_at_once_rebooted_away_and_resumed(
+        lab: tuple[Lab, Path], aer_node: str) -> None:
+    the_lab, inventory = lab
+    host = aer_node
+    planted = inject_aer(the_lab, host, "transient")       # under /run: the reboot's fresh tmpfs clears it
+    drained_after = drained_for_aer_and_held(the_lab, host, planted)
+    boot = boot_of(the_lab, host)
+    started = time.monotonic()
+    run = remediate(inventory, "rfrem-aer-transient", rocm_fleet_remediate_max_attempts=2)
+    took = time.monotonic() - started
+    assert run.rc == 0, run.output[-5000:]
+    assert boot_of(the_lab, host) != boot, "PID 1 has the same start time: the node did not reboot"
+    assert sh(the_lab, host, "test -e /run/rocm-fleet-standin/dmesg.json").returncode != 0, "/run kept the injection"
+    assert AER_LINE not in sh(the_lab, host, "timeout 30 dmesg").stdout
+    state, reason = node_state(the_lab, host)
+    assert "DRAIN" not in state and "IDLE" in state, (state, reason)
+    record = record_of("rfrem-aer-transient", host)
+    assert record["action"] == "resume" and record["rebooted"] and record["passed"], record
+    assert record["plan"]["codes"] == ["RF-PCIE-AER-FATAL"] and record["plan"]["attempt"] == 1, record
+    on_node = json.loads(sh(the_lab, host, f"cat {RECORD}").stdout)
+    assert [(a["number"], a["result"], a["codes"]) for a in on_node["attempts"]] == \
+        [(1, "passed", ["RF-PCIE-AER-FATAL"])]
+    time.sleep(INTERVAL * 1.5)                 # the health mode, in service again, forgot the hold: no drain
+    state, reason = node_state(the_lab, host)
+    assert "DRAIN" not in state, (state, reason)
+    print(f"\ntransient PCIe AER fatal on {host}: drained by the health mode after {drained_after:.0f}"
+          f" s (held through two passing runs); remediate.yml {took:.0f} s: " + phases(record) + "; resumed")
+
+
+def test_a_recurring_pcie_aer_fatal_error_gets_one_reboot_then_is_held_with_the_line_in_its_bundle(
+        lab: tuple[Lab, Path], aer_node: str) -> None:
+    the_lab, inventory = lab
+    host = aer_node
+    planted = inject_aer(the_lab, host, "recurring")       # under /var/lib: a link that keeps reporting
+    drained_after = drained_for_aer_and_held(the_lab, host, planted)
+    boot = boot_of(the_lab, host)
+    started = time.monotonic()
+    # K=3: the hold below is the policy's "once" class (the same fatal code after a reboot), not the count
+    run = remediate(inventory, "rfrem-aer-recurring", rocm_fleet_remediate_max_attempts=3)
+    took = time.monotonic() - started
+    assert run.rc != 0, run.output[-4000:]
+    assert boot_of(the_lab, host) != boot, "the node was not rebooted"
+    state, reason = node_state(the_lab, host)
+    assert "DRAIN" in state and reason.startswith("rocm-fleet: needs physical action: RF-PCIE-AER-FATAL"), \
+        (state, reason)
+    assert "an uncorrectable PCIe error repeated after a reboot" in reason, reason
+    record = record_of("rfrem-aer-recurring", host)
+    assert record["plan"]["attempt"] == 1 and record["action"] == "hold" and record["passed"] is False, record
+    bundle = ROOT / "results" / "rfrem-aer-recurring" / "bundles" / f"{host}.tar.gz"
+    assert record["bundle"] == str(bundle) and stat.S_IMODE(bundle.stat().st_mode) == 0o600
+    with tarfile.open(bundle) as tar:
+        read = {m.name.split("/", 1)[1]: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+    files = {f["name"]: f for f in json.loads(read["manifest.json"])["files"]}
+    kernel = files["kernel/dmesg.txt"]
+    assert kernel["command"] == ["dmesg", "--time-format=iso"] and kernel["rc"] == 0 and kernel["status"] == "ok"
+    assert kernel["sha256"] == hashlib.sha256(read["kernel/dmesg.txt"]).hexdigest()
+    aer = [line for line in read["kernel/dmesg.txt"].decode().splitlines() if AER_LINE in line]
+    assert aer and all(line[:4].isdigit() and line[10] == "T" for line in aer), aer      # ISO stamps, as asked
+    assert b"RF-PCIE-AER-FATAL" in read[f"health/last/{host}.json"]
+    attempts = json.loads(read["remediation/record.json"])["attempts"]
+    assert [(a["result"], a["codes_after"]) for a in attempts] == [("failed", ["RF-PCIE-AER-FATAL"])], attempts
+    print(f"\nrecurring PCIe AER fatal on {host}: drained by the health mode after {drained_after:.0f}"
+          f" s (held through two runs); remediate.yml {took:.0f} s: " + phases(record) + f"; held: {reason}; "
+          f"bundle kernel/dmesg.txt: {aer[-1]}")

@@ -9,7 +9,8 @@ seconds and without loading a GPU. Then, as asked:
 - `--slurm`: drain the node when the flap policy says so (validation/flap.py: a code drains after N
   consecutive failing runs, fatal codes and flapping codes at once), with why as the reason
   (`Reason="rocm-fleet health: RF-GPU-BUSY failed 3 consecutive runs; RF-ECC (fatal, at once)"`), and
-  resume it once the codes that drained it pass again, only if the health mode drained it itself.
+  resume it once the codes that drained it pass again, only if the health mode drained it itself; a
+  node drained for a fatal code stays drained until remediation or a person resumes it.
   Slurm runs it as HealthCheckProgram (roles/node_health sets that up).
 - `--drain-after CODE=N` (repeatable): drain after N consecutive failing runs of CODE instead of the
   policy's default; `--show-policy` prints the policy in effect and exits.
@@ -84,13 +85,16 @@ def jobs_running(node: str) -> bool:
     return bool(out.stdout.strip())
 
 
-def slurm_act(node: str, wanted: str, reason: str) -> tuple[str | None, bool]:
-    """Drain or resume as slurm.decide says for what the flap policy wants; returns (what was done,
-    drained by the health mode now)."""
+def slurm_state(node: str) -> slurm.SlurmNode:
     shown = _run(slurm.show_argv(node))
     if shown.returncode != 0:
         raise RocmFleetError(f"scontrol show node {node} failed (rc {shown.returncode}): {shown.stderr.strip()[:200]}")
-    state = slurm.parse_show_node(shown.stdout, node)
+    return slurm.parse_show_node(shown.stdout, node)
+
+
+def slurm_act(node: str, wanted: str, reason: str, state: slurm.SlurmNode) -> tuple[str | None, bool]:
+    """Drain or resume as slurm.decide says for what the flap policy wants, on the node in `state` (read
+    before the policy ran); returns (what was done, drained by the health mode now)."""
     action = slurm.decide(wanted, state, reason)
     if action is not None:
         argv = slurm.drain_argv(node, reason) if action == "drain" else slurm.resume_argv(node)
@@ -169,10 +173,13 @@ def run(args: argparse.Namespace) -> int:
         key = str(c.get("code") or c["id"])
         failures[key] = "; ".join(m for m in (failures.get(key), c.get("message") or "") if m)
     memory = HealthState(args.state_dir, node)      # after the checks saved theirs: same document
-    decision = flap.step(memory.get("flap"), failures, at=now(), overrides=overrides)
+    state = slurm_state(slurm_node) if args.slurm else None
+    decision = flap.step(memory.get("flap"), failures, at=now(), overrides=overrides,
+                         drained=state.drained if state is not None else None)
     memory.set("flap", decision.history)
     memory.save()
-    action, drained = slurm_act(slurm_node, decision.wanted, decision.reason) if args.slurm else (None, False)
+    action, drained = slurm_act(slurm_node, decision.wanted, decision.reason, state) \
+        if state is not None else (None, False)
     if args.textfile:
         write_atomically(args.textfile, textfile(doc, ok=passed, duration_s=seconds, finished_at=time.time(),
                                                  drained=drained, codes=decision.codes))

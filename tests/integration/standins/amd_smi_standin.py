@@ -7,6 +7,7 @@ replays grow" and see the checks, the drain and the remediation react.
 Interface (for the lab tests and the remediation playbook's lab proof):
 
   State file: $AMD_SMI_STANDIN_STATE, default /var/lib/rocm-fleet-standin/amd-smi.json (survives a reboot).
+  $AMD_SMI_STANDIN_PROC (default /proc) is where it reads the boot from (tests give a fake one).
   A JSON object; every key is optional (absent = healthy, 0):
     gpus                  number of GPUs listed (default 8), BDFs 0000:05:00.0, 0000:26:00.0, ...
     cper_fatal            fatal CPER records on gpu `cper_gpu` (default gpu 0)
@@ -16,10 +17,15 @@ Interface (for the lab tests and the remediation playbook's lab proof):
     bad_pages_pending     pages pending retirement on gpu `bad_pages_gpu`
     pcie_replay           REPLAY_COUNT on gpu `pcie_gpu` (NAK_SENT_COUNT and L0_TO_RECOVERY_COUNT follow it)
     xgmi_wafl             XGMI_WAFL correctable count on gpu `xgmi_gpu`
-    transient             true: the faults vanish at the next boot (the stand-in compares `boot_id` with
-                          /proc/sys/kernel/random/boot_id and, on a new boot, clears every fault key in the
-                          file); false or absent: they survive reboots, like bad pages in the GPU's EEPROM
-    boot_id               the boot the faults were injected in (the injector writes the current one)
+    transient             true: the faults vanish at the next boot: the stand-in compares `boot` with the
+                          current boot and, on a new one, clears every fault key in the file; false or absent:
+                          they survive reboots, like bad pages in the GPU's EEPROM
+    boot                  the boot the faults were injected in: "<boot_id> <PID 1's start time>"
+                          (/proc/sys/kernel/random/boot_id, field 22 of /proc/1/stat). Both, because a lab
+                          host shares the machine's kernel: its boot_id never changes, while its reboot starts
+                          a new PID 1 (docs/lab.md; the lab's node_reboot_boot_time_command reads the same);
+                          on a real host the boot_id changes. The injector may write it; where it is absent,
+                          the stand-in's first call writes the current one (inject, then call, then reboot)
     unsupported           a list of sub-commands to answer like an amd-smi without them ("ras", "bad-pages"):
                           exit 2 with argparse's "invalid choice", as amd-smi before 6.4 does for `ras`
 
@@ -36,12 +42,23 @@ import sys
 from pathlib import Path
 
 STATE = "/var/lib/rocm-fleet-standin/amd-smi.json"
-BOOT_ID = "/proc/sys/kernel/random/boot_id"
+PROC = "/proc"
 FAULTS = ("cper_fatal", "cper_nonfatal", "bad_pages_retired", "bad_pages_pending", "pcie_replay", "xgmi_wafl")
 BDFS = ("0000:05:00.0", "0000:26:00.0", "0000:46:00.0", "0000:65:00.0", "0000:85:00.0", "0000:a6:00.0",
         "0000:c6:00.0", "0000:e5:00.0")
 CPER_HEADER = "timestamp            gpu_id  severity             file_name         list of afids"
 NO_PAGES = "No bad pages found."
+
+
+def current_boot() -> str | None:
+    """"<boot_id> <PID 1's start time>": a new boot of a real host changes the first, a lab host's the second."""
+    proc = Path(os.environ.get("AMD_SMI_STANDIN_PROC", PROC))
+    try:
+        boot_id = (proc / "sys" / "kernel" / "random" / "boot_id").read_text().strip()
+        pid1_start = (proc / "1" / "stat").read_text().rsplit(")", 1)[1].split()[19]    # field 22
+    except (OSError, IndexError):
+        return None
+    return f"{boot_id} {pid1_start}"
 
 
 def load_state() -> dict:
@@ -50,10 +67,11 @@ def load_state() -> dict:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
-    boot = Path(BOOT_ID).read_text().strip() if Path(BOOT_ID).is_file() else None
-    if state.get("transient") and boot and state.get("boot_id") not in (None, boot):
-        state = {k: v for k, v in state.items() if k not in FAULTS}      # a new boot: transient faults are gone
-        state["boot_id"] = boot
+    boot = current_boot()
+    if state.get("transient") and boot and state.get("boot") != boot:
+        if state.get("boot") is not None:
+            state = {k: v for k, v in state.items() if k not in FAULTS}  # a new boot: transient faults are gone
+        state["boot"] = boot
         path.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
     return state
 

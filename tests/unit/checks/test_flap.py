@@ -129,6 +129,35 @@ def test_a_drained_code_that_is_not_flapping_resumes_on_its_first_pass() -> None
     assert decisions[1].drain == {} and decisions[1].history["drain"] == {}
 
 
+@pytest.mark.parametrize("code", ["RF-PCIE-AER-FATAL", "RF-CPER-FATAL", "RF-MCE"])
+def test_under_slurm_a_fatal_event_holds_the_node_until_someone_resumes_it(code: str) -> None:
+    """The RAS checks judge events: the run after a fatal AER line passes because nothing new happened."""
+    event = {code: "new hardware error reports in the kernel log since the last health run: ..."}
+    first = flap.step(None, event, at="2025-01-01T00:00:00+00:00", drained=False)
+    assert first.wanted == "drain" and first.reason == f"{code} (fatal, at once)"
+    history = first.history
+    for i in range(1, 4):                       # drained by the health mode, then remediation's reason
+        quiet = flap.step(history, {}, at=f"2025-01-01T00:0{i}:00+00:00", drained=True)
+        assert quiet.wanted == "keep" and quiet.reason == "" and quiet.drain == {code: f"{code} (fatal, at once)"}
+        history = quiet.history
+    # remediation rebooted it, it passed and was resumed: the policy forgets the hold
+    back = flap.step(history, {}, at="2025-01-01T00:05:00+00:00", drained=False)
+    assert back.wanted == "resume" and back.drain == {} and back.history["drain"] == {}
+    again = flap.step(back.history, event, at="2025-01-01T00:06:00+00:00", drained=False)
+    assert again.wanted == "drain"                                        # a new event drains it again
+
+
+def test_under_slurm_a_streak_code_still_resumes_on_its_pass_and_a_persons_resume_ends_a_fatal_hold() -> None:
+    decisions = [flap.step(None, BUSY, at="t0", overrides={"RF-GPU-BUSY": 1}, drained=False)]
+    decisions.append(flap.step(decisions[0].history, {}, at="t1", drained=True))
+    assert [d.wanted for d in decisions] == ["drain", "resume"]
+    fatal = flap.step(None, {"RF-MCE": "..."}, at="t0", drained=False)
+    held = flap.step(fatal.history, BUSY, at="t1", drained=True)
+    assert held.wanted == "keep" and held.drain == {"RF-MCE": "RF-MCE (fatal, at once)"}
+    resumed = flap.step(held.history, {}, at="t2", drained=False)      # a person resumed it by hand
+    assert resumed.wanted == "resume" and resumed.history["drain"] == {}
+
+
 def test_the_node_resumes_when_its_drain_codes_pass_even_while_another_code_is_below_its_streak() -> None:
     decisions = runs([{"RF-PCIE-FATAL": "..."}, BUSY])
     assert decisions[1].wanted == "resume"

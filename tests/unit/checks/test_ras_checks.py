@@ -35,10 +35,22 @@ def record(*_: object, **__: object) -> None:
     return None
 
 
-def standin(state_file: Path, *args: str) -> str:
+def standin(state_file: Path, *args: str, proc: Path | None = None) -> str:
+    env = {**os.environ, "AMD_SMI_STANDIN_STATE": str(state_file)}
+    env |= {"AMD_SMI_STANDIN_PROC": str(proc)} if proc else {}
     out = subprocess.run([sys.executable, str(STANDIN), *args], capture_output=True, text=True, check=True,
-                         env={**os.environ, "AMD_SMI_STANDIN_STATE": str(state_file)}, timeout=30)
+                         env=env, timeout=30)
     return out.stdout
+
+
+def fake_proc(root: Path, boot_id: str, pid1_start: int) -> Path:
+    """/proc as the stand-in reads a boot: the kernel's boot_id and PID 1's start time (field 22)."""
+    (root / "sys" / "kernel" / "random").mkdir(parents=True, exist_ok=True)
+    (root / "sys" / "kernel" / "random" / "boot_id").write_text(f"{boot_id}\n")
+    (root / "1").mkdir(exist_ok=True)
+    (root / "1" / "stat").write_text(f"1 (systemd) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 {pid1_start} "
+                                     "100 200 18446744073709551615\n")
+    return root
 
 
 class StandinHost(RecordedHost):
@@ -77,11 +89,23 @@ def test_standin_outputs_parse_with_the_parsers_of_the_real_formats(tmp_path: Pa
 
 
 def test_standin_transient_faults_vanish_on_a_new_boot_and_persistent_ones_stay(tmp_path: Path) -> None:
-    transient = inject(tmp_path / "t.json", cper_fatal=1, transient=True, boot_id="an-earlier-boot")
+    transient = inject(tmp_path / "t.json", cper_fatal=1, transient=True, boot="an-earlier-boot 17")
     assert amd_smi_ras.parse_cper(standin(transient, "ras", "--cper")).entries == ()
     assert "cper_fatal" not in json.loads(transient.read_text())
-    persistent = inject(tmp_path / "p.json", bad_pages_retired=3, boot_id="an-earlier-boot")
+    persistent = inject(tmp_path / "p.json", bad_pages_retired=3, boot="an-earlier-boot 17")
     assert amd_smi_ras.parse_bad_pages(standin(persistent, "bad-pages")).gpus[0].retired == 3
+
+
+def test_standin_transient_faults_vanish_on_a_lab_hosts_reboot_where_the_boot_id_stays(tmp_path: Path) -> None:
+    """A lab host shares the machine's kernel: its reboot keeps boot_id and starts a new PID 1."""
+    state = inject(tmp_path / "t.json", cper_fatal=1, transient=True)       # the injector wrote no boot
+    before = fake_proc(tmp_path / "proc", "the-machines-boot", 4242)
+    for _ in range(2):                                                       # the same boot: still there
+        assert len(amd_smi_ras.parse_cper(standin(state, "ras", "--cper", proc=before)).entries) == 1
+    assert json.loads(state.read_text())["boot"] == "the-machines-boot 4242"
+    after = fake_proc(tmp_path / "proc", "the-machines-boot", 9001)          # rebooted: a new PID 1
+    assert amd_smi_ras.parse_cper(standin(state, "ras", "--cper", proc=after)).entries == ()
+    assert json.loads(state.read_text()) == {"boot": "the-machines-boot 9001", "transient": True}
 
 
 # --- validate -------------------------------------------------------------------------------------------
