@@ -35,6 +35,7 @@ import pytest
 import yaml
 from ansible_run import ROOT, PlaybookRun, run_playbook
 from cluster_lab import cluster_inventory
+from waiting import wait_for
 
 from validation.lab import Lab, default_lab_name
 
@@ -123,17 +124,6 @@ def plan(lab: Lab, *extra: str) -> dict:
     return json.loads(run.stdout)
 
 
-def wait_for(what: str, probe, timeout_s: float = 120, every_s: float = 1):
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(every_s)
-    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}; last: {last!r}")
-
-
 def latest(lab: Lab, host: str) -> dict | None:
     out = sh(lab, host, f"cat {RESULTS}/latest/{host}.json 2>/dev/null").stdout
     return json.loads(out) if out.strip() else None
@@ -146,7 +136,7 @@ def timer(lab: Lab, action: str) -> None:
 def quiet(lab: Lab) -> None:
     """The timer stopped and no check left pending or running."""
     timer(lab, "stop")
-    wait_for("the active checks to end", lambda: not checks_live(lab), timeout_s=120)
+    wait_for("the active checks to end", lambda: not checks_live(lab), timeout_s=120, every_s=1)
 
 
 def test_the_role_converges_again_without_changes_and_refuses_a_hostile_partition(lab) -> None:
@@ -211,14 +201,14 @@ def test_a_node_running_a_user_job_is_never_chosen_and_a_user_job_outranks_a_che
                                           "--job-name=user-job", "--wrap", "sleep 45"])).stdout.strip()
     try:
         wait_for(f"user job {user} running", lambda: any(r[0] == user and r[2] == "RUNNING"
-                                                         for r in squeue(the_lab)), timeout_s=30)
+                                                         for r in squeue(the_lab)), timeout_s=30, every_s=1)
         for _ in range(3):           # three rounds: the idle node each time, the busy one never
             doc = plan(the_lab)
             assert doc["chosen"] == [free], doc
             assert {"node": busy, "why": "not idle (ALLOCATED)"} in doc["skipped"], doc["skipped"]
             job = doc["submitted"][0]["job"]
             wait_for(f"check {job} to end", lambda j=job: not any(r[0] == j for r in checks_live(the_lab)),
-                     timeout_s=60)
+                     timeout_s=60, every_s=1)
         # a check and a user job both waiting for the same node: the user job has the higher priority
         check = sh(the_lab, LOGIN, "printf '#!/bin/sh\\ntrue\\n' | " + shlex.join(
             ["sbatch", "--parsable", f"--nodelist={busy}", "--exclusive", "--job-name=rocm-fleet-active",
@@ -229,7 +219,7 @@ def test_a_node_running_a_user_job_is_never_chosen_and_a_user_job_outranks_a_che
         assert priority[waiting] > priority[check], priority
     finally:
         sh(the_lab, LOGIN, "scancel --name=user-job --name=user-job-2; scancel --name=rocm-fleet-active")
-    wait_for("the user jobs to end", lambda: not squeue(the_lab), timeout_s=60)
+    wait_for("the user jobs to end", lambda: not squeue(the_lab), timeout_s=60, every_s=1)
 
 
 def test_a_drained_node_is_not_chosen(lab) -> None:

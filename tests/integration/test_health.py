@@ -36,6 +36,7 @@ import pytest
 import yaml
 from ansible_run import ROOT, run_playbook
 from cluster_lab import cluster_inventory
+from waiting import wait_for
 
 from validation.lab import Lab
 
@@ -85,17 +86,6 @@ def health_play(inventory: Path, **extra: object) -> tuple[int, str, int]:
     run = run_playbook(inventory, ROOT / "playbooks" / "health.yml", "-e",
                        json.dumps({"rocm_fleet_hosts": "lab", "validation_gpu_count": None, **extra}))
     return run.rc, run.output, run.changed()
-
-
-def wait_for(what: str, probe, timeout_s: float = 120, every_s: float = 2):
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(every_s)
-    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}; last: {last!r}")
 
 
 def test_the_timer_runs_the_health_mode_and_writes_a_textfile_promtool_accepts(lab: tuple[Lab, Path]) -> None:

@@ -39,6 +39,7 @@ import pytest
 import yaml
 from ansible_run import ROOT, run_playbook
 from cluster_lab import cluster_inventory
+from waiting import wait_for
 
 from validation.lab import Lab
 
@@ -104,17 +105,6 @@ def node_state(lab: Lab, host: str) -> tuple[str, str]:
 
 def boot_of(lab: Lab, host: str) -> str:
     return lab.run(host, ["cat", "/proc/1/stat"]).stdout.split()[21]        # PID 1's start time
-
-
-def wait_for(what: str, probe, timeout_s: float = 120, every_s: float = 2):
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(every_s)
-    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}; last: {last!r}")
 
 
 def drained_for(lab: Lab, host: str, code: str) -> bool:
