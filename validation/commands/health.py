@@ -105,6 +105,34 @@ def slurm_act(node: str, wanted: str, reason: str, state: slurm.SlurmNode) -> tu
     return action, drained
 
 
+LAST = "last"              # the last whole run's results, which the support bundle and a person read
+STALE_S = 3600             # a run directory left this long by a run that died is removed by the next run
+
+
+def fresh_run_dir(state_dir: Path) -> Path:
+    """An empty directory beside `last` for this run's results (two runs at once, a prolog beside the
+    interval run, each get their own); run directories a killed run left behind are removed."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    for left in (*state_dir.glob(".run-*"), *state_dir.glob(".old-*")):
+        try:
+            if time.time() - left.stat().st_mtime > STALE_S:
+                shutil.rmtree(left, ignore_errors=True)
+        except OSError:
+            continue
+    return Path(tempfile.mkdtemp(dir=state_dir, prefix=".run-"))
+
+
+def publish(run_dir: Path, last: Path) -> Path:
+    """This run's results become `last` whole: a reader sees the previous run or this one, never one being
+    written (the support bundle once packed a health run two checks in, complete: false)."""
+    old = last.with_name(f".old-{os.getpid()}-{last.name}")
+    if last.exists():
+        last.rename(old)
+    run_dir.rename(last)
+    shutil.rmtree(old, ignore_errors=True)
+    return last
+
+
 def write_atomically(path: Path, text: str) -> None:
     """node_exporter must never read half a file: write beside it, then rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -143,9 +171,7 @@ def run(args: argparse.Namespace) -> int:
     slurm_node = args.slurm_node or os.environ.get("SLURMD_NODENAME") or node
     if args.slurm:
         slurm.check_node(slurm_node)
-    results = args.state_dir / "last"
-    shutil.rmtree(results, ignore_errors=True)
-    results.mkdir(parents=True, exist_ok=True)
+    results = fresh_run_dir(args.state_dir)
     busy = args.slurm and args.context == "interval" and jobs_running(slurm_node)
     options = [f"--rf-spec={args.spec}", f"--rf-node={node}", f"--rf-health-state={args.state_dir}", "-q",
                "-p", "no:cacheprovider"]
@@ -159,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
     except subprocess.TimeoutExpired:
         rc = None
     seconds = time.perf_counter() - started
+    results = publish(results, args.state_dir / LAST)
     docs = load_run(results)
     if not docs:
         raise RocmFleetError(f"the health checks wrote no results (pytest exit {rc}); run `rocm-fleet health` by "

@@ -207,3 +207,34 @@ def test_the_health_command_refuses_a_missing_spec_in_one_line(tmp_path: Path) -
     run = subprocess.run([sys.executable, "-m", "validation", "health", "--spec", str(tmp_path / "none.yml"),
                           "--state-dir", str(tmp_path)], capture_output=True, text=True, timeout=60, check=False)
     assert run.returncode == 2 and "no such file" in run.stderr and run.stderr.count("\n") == 1
+
+
+def test_while_a_health_run_writes_its_results_last_holds_the_previous_whole_run(tmp_path: Path,
+                                                                                 monkeypatch) -> None:
+    # The support bundle once packed the health mode's `last` two checks into a run (complete: false, no
+    # failing code): each run now writes beside it and takes its place only when it is done.
+    from validation.cli import main
+    from validation.commands import health as command
+
+    spec = tmp_path / "spec.yml"
+    spec.write_text("validation_gpu_count: null\nrocm_packages: []\n")
+    state = tmp_path / "state"
+    argv = ["health", "--spec", str(spec), "--state-dir", str(state), "--node-name", "node1", "--json"]
+    assert main(argv) in (0, 1)
+    first = json.loads((state / "last" / "node1.json").read_text())
+    assert first["complete"]
+    seen_during: list[dict] = []
+    real_run = command.subprocess.run
+
+    def watching(cmd: list[str], **kwargs):     # the checks' subprocess: look at `last` while it runs
+        seen_during.append(json.loads((state / "last" / "node1.json").read_text()))
+        writing = Path(next(a for a in cmd if a.startswith("--rf-results=")).split("=", 1)[1])
+        assert writing != state / "last" and writing.parent == state
+        return real_run(cmd, **kwargs)
+
+    monkeypatch.setattr(command.subprocess, "run", watching)
+    assert main(argv) in (0, 1)
+    assert seen_during == [first]                                # the previous run, whole, while this one ran
+    second = json.loads((state / "last" / "node1.json").read_text())
+    assert second["complete"] and second["started_at"] >= first["started_at"]
+    assert not list(state.glob(".run-*")) and not list(state.glob(".old-*"))
