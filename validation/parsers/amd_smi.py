@@ -26,7 +26,7 @@ _BDF = r"(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
 _TREE_LINE = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z0-9_][A-Za-z0-9_ ./()-]*?):(?: (?P<value>.*))?$")
 _TOP = re.compile(r"^(GPU|CPU|CORE): (\d+)$")
 _TABLE_TITLE = re.compile(r"^([A-Z][A-Z ]*) TABLE:$")
-_MARKERS = ("[output truncated]", "...", "[...]")
+TRUNCATION_MARKERS = ("[output truncated]", "...", "[...]")   # how pasted amd-smi views mark a cut
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?")
 _UNITS = {"W", "°C", "C", "%", "MHz", "MB", "GB", "KB", "TB", "mV", "J", "GT/s", "Gb/s", "Mb/s", "B", "ns", "us",
           "ms"}
@@ -305,7 +305,7 @@ def _parse_tree(body: list[tuple[int, str]], command_line: str | None) -> AmdSmi
         stripped = line.strip()
         if not stripped:
             continue
-        if stripped in _MARKERS:
+        if stripped in TRUNCATION_MARKERS:
             truncated = True
             continue
         m = _TREE_LINE.match(line)
@@ -476,7 +476,7 @@ def _parse_tables(body: list[tuple[int, str]], command_line: str | None) -> AmdS
         if not stripped:
             i += 1
             continue
-        if stripped in _MARKERS:
+        if stripped in TRUNCATION_MARKERS:
             truncated = True
             i += 1
             continue

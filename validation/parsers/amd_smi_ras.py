@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from validation.errors import ParseError
 from validation.parsers._text import command_and_body
+from validation.parsers.amd_smi import TRUNCATION_MARKERS
 
 TOOL_CPER = "amd-smi ras --cper"
 TOOL_BAD_PAGES = "amd-smi bad-pages"
@@ -45,7 +46,6 @@ _NO_PAGES = "No bad pages found."
 _TOP = re.compile(r"^GPU: (\d+)$")
 _KEY = re.compile(r"^\s+(?P<key>RETIRED|PENDING|UN_RES):\s*(?P<value>.*)$")
 _PAGE_FIELD = re.compile(r"^\s+(?:PAGE_ADDRESS|PAGE_SIZE|STATUS|PAGE \d+|- )")
-_MARKERS = ("[output truncated]", "...")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,7 +139,7 @@ def parse_bad_pages(text: str) -> BadPagesRecord:
         stripped = line.strip()
         if not stripped:
             continue
-        if stripped in _MARKERS:
+        if stripped in TRUNCATION_MARKERS:
             truncated = True
             continue
         if m := _TOP.match(line):
