@@ -6,7 +6,11 @@ drain is left alone throughout; bad input is refused before any change. A fatal 
 injected with the dmesg stand-in (tests/integration/standins/dmesg_standin.py): transient (under /run)
 goes drain at once -> held through passing runs -> reboot -> re-validate -> resume; recurring (under
 /var/lib) goes drain -> one reboot -> the report again -> held for physical action with the report in
-its bundle's kernel log.
+its bundle's kernel log. A fatal CPER record and pages pending retirement, on the lab's GPU node (the
+second host made to look like 8 x MI300X by tests/integration/standins/gpu_node/ and the amd-smi stand-in,
+its spec declaring them): the transient CPER record goes drain at once -> reboot -> re-validate (smoke) ->
+resume; the pending pages, kept across the reboot, go drain -> one reboot -> held with amd-smi's bad-pages
+view in the bundle. These run last: the GPU node stays so until the lab is removed.
 
 Its own lab (name rfrem, SSH ports 2881-2882, Slurm ports 17880-17882, inventory
 inventories/lab/rfrem*.yml so that the lab's group_vars apply), removed at the end also on failure.
@@ -91,9 +95,9 @@ def sh(lab: Lab, host: str, command: str) -> subprocess.CompletedProcess[str]:
     return lab.ssh(host, [command])
 
 
-def remediate(inventory: Path, run_name: str, **extra: object):
+def remediate(inventory: Path, run_name: str, spec: dict | None = None, **extra: object):
     return run_playbook(inventory, ROOT / "playbooks" / "remediate.yml", "-e",
-                        json.dumps({**NO_GPU, "rocm_fleet_run_name": run_name, **extra}))
+                        json.dumps({**(NO_GPU if spec is None else spec), "rocm_fleet_run_name": run_name, **extra}))
 
 
 def node_state(lab: Lab, host: str) -> tuple[str, str]:
@@ -358,3 +362,149 @@ def test_a_recurring_pcie_aer_fatal_error_gets_one_reboot_then_is_held_with_the_
     print(f"\nrecurring PCIe AER fatal on {host}: drained by the health mode after {drained_after:.0f}"
           f" s (held through two runs); remediate.yml {took:.0f} s: " + phases(record) + f"; held: {reason}; "
           f"bundle kernel/dmesg.txt: {aer[-1]}")
+
+
+# --- CPER and bad pages (issue 33): the lab's GPU node, with the amd-smi stand-in's RAS views ------------------
+
+STANDINS = ROOT / "tests" / "integration" / "standins"
+REAL = ROOT / "tests" / "fixtures" / "real"
+STANDIN_DATA = "/usr/local/share/rocm-fleet-standin"
+AMD_SMI_STATE = "/var/lib/rocm-fleet-standin/amd-smi.json"
+# the lab's group_vars declare 8 GPUs (vendor amd); the GPU node stands in for 8 x MI300X
+GPU_SPEC = {"rocm_fleet_hosts": "lab", "validation_target_sku": "mi300x", "rocm_fleet_remediate_tier": "smoke"}
+GPU_NODE_UNIT = """[Unit]
+Description=rocm-fleet lab: stand in for 8 x MI300X (tests/integration/standins/gpu_node/setup.sh)
+DefaultDependencies=no
+After=local-fs.target
+Before=slurmd.service rocm-fleet-health.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/libexec/rocm-fleet-standin/gpu-node-setup
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def put(the_lab: Lab, host: str, path: str, data: bytes, mode: str = "0755") -> None:
+    payload = base64.b64encode(data).decode()
+    out = sh(the_lab, host, f"mkdir -p {shlex.quote(str(Path(path).parent))} && echo {payload} | base64 -d > "
+                            f"{shlex.quote(path)} && chmod {mode} {shlex.quote(path)}")
+    assert out.returncode == 0, out.stderr
+
+
+@pytest.fixture(scope="module")
+def gpu_node(lab: tuple[Lab, Path]) -> Iterator[str]:
+    """The second host as the lab's GPU node, at every boot, with the health mode's spec declaring its GPUs."""
+    the_lab, inventory = lab
+    host = HOSTS[1]
+    put(the_lab, host, "/usr/local/bin/amd-smi", (STANDINS / "amd_smi_standin.py").read_bytes())
+    for tool in ("rocminfo", "rocm-smi", "lspci"):
+        put(the_lab, host, f"/usr/local/bin/{tool}", (STANDINS / "gpu_node" / tool).read_bytes())
+    put(the_lab, host, "/usr/local/libexec/rocm-fleet-standin/gpu-node-setup",
+        (STANDINS / "gpu_node" / "setup.sh").read_bytes())
+    for fixture in ("amd-smi/mi300x-x8-amdsmi-changelog-6.1.0-monitor-ptumv.txt",
+                    "amd-smi/mi300x-x8-amdsmi-changelog-6.1.0-topology.txt",
+                    "amd-smi/mi300x-rocm-blogs-amd-smi-overview-firmware.txt",
+                    "rocminfo/mi300x-augmxnt-mi300-testing-00-system-info.txt",
+                    "rocm-smi/mi300x-augmxnt-vllm-collect-env-showtopo.txt"):
+        put(the_lab, host, f"{STANDIN_DATA}/{Path(fixture).name}", (REAL / fixture).read_bytes(), "0644")
+    put(the_lab, host, "/etc/systemd/system/rocm-fleet-standin-gpu-node.service", GPU_NODE_UNIT.encode(), "0644")
+    up = sh(the_lab, host, "systemctl daemon-reload && systemctl enable --now rocm-fleet-standin-gpu-node.service"
+                           f" && mv -f {RECORD} {RECORD}.before-gpu-node 2>/dev/null; "
+                           "test -d /sys/module/amdgpu && test -e /dev/kfd && amd-smi version")
+    assert up.returncode == 0 and "standin" in up.stdout, (up.stdout, up.stderr)
+    health = run_playbook(inventory, ROOT / "playbooks" / "health.yml", "--limit", host, "-e",
+                          json.dumps({**GPU_SPEC, "node_health_method": "slurm"}))
+    assert health.rc == 0, health.output[-4000:]
+    time.sleep(INTERVAL * 1.5)                  # a health run with the GPUs declared records their counts
+    state, reason = node_state(the_lab, host)
+    assert "DRAIN" not in state, f"the GPU node does not pass the health mode: {state} {reason}"
+    try:
+        yield host
+    finally:
+        sh(the_lab, host, f"rm -f {AMD_SMI_STATE}")
+        sh(the_lab, HOSTS[0], shlex.join(["scontrol", "update", f"NodeName={host}", "State=RESUME"]))
+
+
+def inject_ras(the_lab: Lab, host: str, state: dict) -> float:
+    put(the_lab, host, AMD_SMI_STATE, json.dumps(state).encode(), "0644")
+    return time.monotonic()
+
+
+def held_at_once(the_lab: Lab, host: str, code: str, planted: float) -> float:
+    wait_for(f"{host} drained for {code}", lambda: drained_for(the_lab, host, code))
+    drained_after = time.monotonic() - planted
+    time.sleep(INTERVAL * 1.5)                  # a fatal code holds the node through the next, passing run
+    state, reason = node_state(the_lab, host)
+    assert "DRAIN" in state and reason == f"rocm-fleet health: {code} (fatal, at once)", (state, reason)
+    return drained_after
+
+
+def test_a_transient_fatal_cper_record_is_drained_at_once_rebooted_away_revalidated_and_resumed(
+        lab: tuple[Lab, Path], gpu_node: str) -> None:
+    the_lab, inventory = lab
+    host = gpu_node
+    # transient: the stand-in forgets the record at the next boot, as a GPU whose fault a reset cleared
+    planted = inject_ras(the_lab, host, {"cper_fatal": 1, "afids": [30], "transient": True})
+    drained_after = held_at_once(the_lab, host, "RF-CPER-FATAL", planted)
+    boot = boot_of(the_lab, host)
+    started = time.monotonic()
+    run = remediate(inventory, "rfrem-cper-transient", GPU_SPEC, rocm_fleet_remediate_max_attempts=2)
+    took = time.monotonic() - started
+    assert run.rc == 0, run.output[-5000:]
+    assert boot_of(the_lab, host) != boot, "PID 1 has the same start time: the node did not reboot"
+    assert sh(the_lab, host, "test -d /sys/module/amdgpu && test -e /dev/kfd").returncode == 0, \
+        "the GPU node did not come back after the reboot"
+    state, reason = node_state(the_lab, host)
+    assert "DRAIN" not in state and "IDLE" in state, (state, reason)
+    record = record_of("rfrem-cper-transient", host)
+    assert record["action"] == "resume" and record["rebooted"] and record["passed"], record
+    assert record["plan"]["codes"] == ["RF-CPER-FATAL"] and record["plan"]["attempt"] == 1, record
+    smoke = json.loads((ROOT / "results" / "rfrem-cper-transient" / f"{host}.json").read_text())
+    gpu_checks = [c for c in smoke["checks"] if c.get("needs_gpu")]
+    assert smoke["tier"] == "smoke" and any(c["name"] == "test_no_gpu_has_a_fatal_cper_record" and
+                                             c["status"] == "pass" for c in gpu_checks), gpu_checks
+    assert not [c for c in gpu_checks if c["status"] in ("fail", "error")], gpu_checks
+    print(f"\ntransient fatal CPER record on {host}: drained by the health mode after {drained_after:.0f} s (held"
+          f" through a passing run); remediate.yml {took:.0f} s: " + phases(record) + f"; resumed; the smoke tier "
+          f"ran {len(gpu_checks)} GPU checks on the GPU node, none failed")
+
+
+def test_pages_pending_retirement_that_a_reboot_keeps_end_held_with_amd_smis_view_in_the_bundle(
+        lab: tuple[Lab, Path], gpu_node: str) -> None:
+    the_lab, inventory = lab
+    host = gpu_node
+    # persistent: the pages stay pending across the reboot (the driver did not retire them when it loaded)
+    planted = inject_ras(the_lab, host, {"bad_pages_pending": 3, "bad_pages_retired": 1, "bad_pages_gpu": 5})
+    drained_after = held_at_once(the_lab, host, "RF-BAD-PAGES", planted)
+    boot = boot_of(the_lab, host)
+    started = time.monotonic()
+    # K=3: the hold is RF-BAD-PAGES's own class (one reboot, the code's hint), not the count of attempts
+    run = remediate(inventory, "rfrem-bad-pages", GPU_SPEC, rocm_fleet_remediate_max_attempts=3)
+    took = time.monotonic() - started
+    assert run.rc != 0, run.output[-4000:]
+    assert boot_of(the_lab, host) != boot, "the node was not rebooted"
+    state, reason = node_state(the_lab, host)
+    assert "DRAIN" in state and reason.startswith("rocm-fleet: needs physical action: RF-BAD-PAGES"), (state, reason)
+    record = record_of("rfrem-bad-pages", host)
+    assert record["action"] == "hold" and record["passed"] is False, record
+    bundle = ROOT / "results" / "rfrem-bad-pages" / "bundles" / f"{host}.tar.gz"
+    assert record["bundle"] == str(bundle) and stat.S_IMODE(bundle.stat().st_mode) == 0o600
+    with tarfile.open(bundle) as tar:
+        read = {m.name.split("/", 1)[1]: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+    files = {f["name"]: f for f in json.loads(read["manifest.json"])["files"]}
+    pages = files["amd-smi/bad-pages.json"]
+    assert pages["command"][:2] == ["amd-smi", "bad-pages"] and pages["rc"] == 0, pages
+    assert pages["sha256"] == hashlib.sha256(read["amd-smi/bad-pages.json"]).hexdigest()
+    view = read["amd-smi/bad-pages.json"].decode()
+    assert "GPU: 5" in view and view.count("STATUS: PENDING") == 3, view
+    assert b"RF-BAD-PAGES" in read[f"health/last/{host}.json"]
+    assert b"AMD Instinct MI300X" in read["versions/rocminfo.txt"]
+    attempts = json.loads(read["remediation/record.json"])["attempts"]
+    assert [(a["result"], a["codes_after"]) for a in attempts][-1] == ("failed", ["RF-BAD-PAGES"]), attempts
+    print(f"\npages pending retirement on {host} (kept across the reboot): drained by the health mode after "
+          f"{drained_after:.0f} s; remediate.yml {took:.0f} s: " + phases(record) + f"; held: {reason}; bundle "
+          f"amd-smi/bad-pages.json shows gpu5's {view.count('STATUS: PENDING')} pending pages")

@@ -31,7 +31,16 @@ Interface (for the lab tests and the remediation playbook's lab proof):
 
   Commands: `version`, `ras --cper [--severity ...] [--folder DIR]` (the folder is created, no .cper file is
   written), `bad-pages`, `metric` with `--pcie` / `--ecc-blocks` / `--ecc` and `--json` (others print the
-  same sections). Anything else exits 2 naming what the stand-in knows.
+  same sections). For the lab's GPU node (gpu_node.sh), the views of a healthy MI300X node are real outputs
+  printed as they are, from $AMD_SMI_STANDIN_DATA (default /usr/local/share/rocm-fleet-standin), copies of
+  tests/fixtures/real/amd-smi/ files without their `$ ` line:
+    monitor ...           mi300x-x8-amdsmi-changelog-6.1.0-monitor-ptumv.txt (8 GPUs, VRAM and use)
+    topology ...          mi300x-x8-amdsmi-changelog-6.1.0-topology.txt (8 GPUs, xGMI, NUMA)
+    firmware ...          mi300x-rocm-blogs-amd-smi-overview-firmware.txt: the one GPU that output shows,
+                          printed once for each GPU with its number (no public output lists eight)
+                        No public JSON output of these views exists: `--json` gets the text too (the suite's
+                        parsers read either form).
+  Anything else exits 2 naming what the stand-in knows.
 
 Install it as /usr/local/bin/amd-smi on a lab host (the lab hosts have no real amd-smi).
 """
@@ -42,6 +51,10 @@ import sys
 from pathlib import Path
 
 STATE = "/var/lib/rocm-fleet-standin/amd-smi.json"
+DATA = "/usr/local/share/rocm-fleet-standin"
+VIEWS = {"monitor": "mi300x-x8-amdsmi-changelog-6.1.0-monitor-ptumv.txt",
+         "topology": "mi300x-x8-amdsmi-changelog-6.1.0-topology.txt",
+         "firmware": "mi300x-rocm-blogs-amd-smi-overview-firmware.txt"}
 PROC = "/proc"
 FAULTS = ("cper_fatal", "cper_nonfatal", "bad_pages_retired", "bad_pages_pending", "pcie_replay", "xgmi_wafl")
 BDFS = ("0000:05:00.0", "0000:26:00.0", "0000:46:00.0", "0000:65:00.0", "0000:85:00.0", "0000:a6:00.0",
@@ -150,6 +163,17 @@ def metric(state: dict, args: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
+def real_view(name: str) -> str:
+    text = (Path(os.environ.get("AMD_SMI_STANDIN_DATA", DATA)) / VIEWS[name]).read_text()
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("$ "))
+
+
+def firmware(state: dict) -> str:
+    one = real_view("firmware")
+    body = one.split("\n", 1)[1]                     # after "GPU: 0"
+    return "".join(f"GPU: {gpu}\n{body}" for gpu in range(int(state.get("gpus", 8))))
+
+
 def main(argv: list[str]) -> int:
     args = argv[1:]
     state = load_state()
@@ -165,9 +189,14 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(bad_pages(state))
     elif command == "metric":
         sys.stdout.write(metric(state, args))
+    elif command == "firmware":
+        sys.stdout.write(firmware(state))
+    elif command in ("monitor", "topology"):
+        sys.stdout.write(real_view(command))
     else:
         print(f"amd-smi stand-in: {' '.join(args) or '(no arguments)'} is not stood in for; it knows version, "
-              "ras --cper, bad-pages and metric (--pcie, --ecc-blocks, --ecc, --json)", file=sys.stderr)
+              "ras --cper, bad-pages, metric (--pcie, --ecc-blocks, --ecc, --json), and monitor, topology and "
+              "firmware as text", file=sys.stderr)
         return 2
     return 0
 
