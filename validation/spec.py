@@ -24,12 +24,13 @@ ROLES_DIR = Path(__file__).resolve().parents[1] / "roles"
 # The roles whose variables declare a node, in the order their defaults are merged, and the variable
 # names a spec file carries. They are also the provisioning roles, in the order the playbooks apply
 # them: the one list of them (the playbooks read it through the rocm_fleet.fleet.roles_for filter).
-SPEC_ROLES = ("rocm_repo", "amdgpu_driver", "rocm", "node_tuning", "gpu_access", "env_profiles")
+SPEC_ROLES = ("rocm_repo", "amdgpu_driver", "rocm", "amdgpu_partition", "node_tuning", "gpu_access", "env_profiles")
 PLAYBOOK_ROLES = {
     "site": SPEC_ROLES,                 # site.yml applies them all; preflight.yml checks them all first
     "upgrade": SPEC_ROLES[:3],          # upgrade.yml moves the repository, the driver and ROCm only
 }
-SPEC_VARIABLE = re.compile(r"^(rocm|amdgpu_driver|node_tuning|gpu_access|env_profiles|validation)_")
+SPEC_VARIABLE = re.compile(r"^(rocm|amdgpu_driver|amdgpu_partition|node_tuning|gpu_access|env_profiles|validation)_"
+                           r"|^amdgpu_(compute|memory)_partition$")
 # Not the node's state: the validation_node role's own knobs, and the playbooks' run bookkeeping
 # (rocm_fleet_run_id, rocm_fleet_wheelhouse, ... set on every node by validate.yml).
 NOT_SPEC = re.compile(r"^(validation_node|rocm_fleet)_")

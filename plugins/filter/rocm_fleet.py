@@ -20,10 +20,12 @@ _HERE = str(Path(__file__).resolve().parents[2])
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from validation import adduser, compat, cstates, declared, openpgp, recap, remediate, slurm, spec  # noqa: E402
+from validation import adduser, compat, cstates, declared, openpgp, parsers, recap, remediate, slurm, spec  # noqa: E402
+from validation.errors import ParseError  # noqa: E402
 from validation.multinode import cluster_ssh  # noqa: E402
 from validation.multinode.model import ClusterError  # noqa: E402
 from validation.results import collect  # noqa: E402
+from validation.targets import partition_modes  # noqa: E402
 
 # --- every role ---------------------------------------------------------------------------------
 
@@ -65,6 +67,32 @@ def trusted_key(material: str, pinned: list[str]) -> dict:
 
 def normalize_fingerprints(values: list[str]) -> list[str]:
     return [openpgp.normalize(v) for v in values]
+
+
+# --- amdgpu_partition ---------------------------------------------------------------------------
+
+def partition_problems(compute: str, memory: str, sku: str) -> list[str]:
+    """Why the declared compute/memory partition modes cannot be set on `sku` (empty: they can, or none is
+    declared): validation/targets/partition_modes.py, the driver's own combinations."""
+    return partition_modes.problems(str(sku or "").lower(), str(compute or "").upper(), str(memory or "").upper())
+
+
+def partition_plan(static_partition: str, compute: str, memory: str) -> dict[str, Any]:
+    """From `amd-smi static --partition`'s text: {'current': [{'gpu', 'compute', 'memory'}] of each GPU's primary
+    partition, 'steps': [{'kind', 'mode', 'reload'}] in the order the driver takes them, 'problem': why the
+    view cannot be read ('' when it can)}."""
+    try:
+        record = parsers.parse("amd-smi", static_partition)
+    except ParseError as exc:
+        return {"current": [], "steps": [], "problem": f"amd-smi static --partition not understood: {exc}"}
+    if getattr(record, "truncated", False):
+        return {"current": [], "steps": [], "problem": "amd-smi static --partition output is cut short"}
+    current = [{"gpu": g.index, "compute": g.compute_partition or "", "memory": g.memory_partition or ""}
+               for g in record.gpus if g.partition_id in (0, None) and (g.compute_partition or g.memory_partition)]
+    if not current:
+        return {"current": [], "steps": [], "problem": "amd-smi static --partition lists no GPU with a partition mode"}
+    steps = partition_modes.plan(current, str(compute or "").upper(), str(memory or "").upper())
+    return {"current": current, "steps": [step.as_dict() for step in steps], "problem": ""}
 
 
 # --- node_tuning --------------------------------------------------------------------------------
@@ -166,6 +194,8 @@ class FilterModule:
             "dnf_spec": declared.dnf_spec,
             "version_matches": declared.version_matches,
             "packages_to_install": declared.packages_to_install,
+            "partition_problems": partition_problems,
+            "partition_plan": partition_plan,
             "tuning_plan": declared.tuning_plan,
             "tuning_paths": declared.runtime_paths,
             "tuning_now": declared.runtime_now,

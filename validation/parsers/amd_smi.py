@@ -82,8 +82,10 @@ class Gpu:
     xgmi_wafl_uncorrectable: int | None = None
     # the counters above that the view printed as N/A: reported as unavailable, unlike one the view lacks
     not_available: tuple[str, ...] = ()
-    compute_partition: str | None = None
+    compute_partition: str | None = None  # PARTITION COMPUTE_PARTITION (6.x) or ACCELERATOR_PARTITION (6.4+)
     memory_partition: str | None = None
+    # static --partition PARTITION_ID: 0 on a GPU's primary partition, which alone prints the modes
+    partition_id: int | None = None
     pcie_width_max: int | None = None
     pcie_speed_max_gt_s: float | None = None
     gfx_target: str | None = None  # ASIC TARGET_GRAPHICS_VERSION (7.x), "gfx942"
@@ -391,7 +393,7 @@ def _command_from_sections(sections: set[str]) -> str:
         return "process"
     if "FW_LIST" in sections:
         return "firmware"
-    if sections & {"ASIC", "BUS", "VBIOS", "BOARD", "VRAM", "LIMIT", "DRIVER"}:
+    if sections & {"ASIC", "BUS", "VBIOS", "BOARD", "VRAM", "LIMIT", "DRIVER", "PARTITION"}:
         return "static"
     if sections & {"USAGE", "POWER", "CLOCK", "TEMPERATURE", "ECC", "ECC_BLOCKS", "PCIE", "MEM_USAGE",
                    "XGMI_ERR", "ENERGY", "THROTTLE"}:
@@ -452,8 +454,10 @@ def _gpu_from_tree(index: int, root: _indent_tree.Node) -> Gpu:
         xgmi_wafl_correctable=integer("ECC_BLOCKS", "XGMI_WAFL", "CORRECTABLE_COUNT"),
         xgmi_wafl_uncorrectable=integer("ECC_BLOCKS", "XGMI_WAFL", "UNCORRECTABLE_COUNT"),
         not_available=tuple(name for name, path in _COUNTER_PATHS.items() if _printed_na(root, path)),
-        compute_partition=_text_or_none(root.get("PARTITION", "COMPUTE_PARTITION")),
+        compute_partition=_text_or_none(root.get("PARTITION", "COMPUTE_PARTITION")
+                                        or root.get("PARTITION", "ACCELERATOR_PARTITION")),
         memory_partition=_text_or_none(root.get("PARTITION", "MEMORY_PARTITION")),
+        partition_id=integer("PARTITION", "PARTITION_ID"),
         pcie_width_max=integer("BUS", "MAX_PCIE_WIDTH"),
         pcie_speed_max_gt_s=_number(speed) if speed else None,
         gfx_target=_text_or_none(root.get("ASIC", "TARGET_GRAPHICS_VERSION")),

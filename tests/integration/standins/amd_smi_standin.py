@@ -40,6 +40,20 @@ Interface (for the lab tests and the remediation playbook's lab proof):
                           printed once for each GPU with its number (no public output lists eight)
                         No public JSON output of these views exists: `--json` gets the text too (the suite's
                         parsers read either form).
+  Partition modes, kept in the same state file so that idempotence, order and refusals are real:
+    compute_partition     SPX (default), DPX, QPX or CPX: what `static --partition` prints on each GPU's primary
+    memory_partition      NPS1 (default), NPS2 or NPS4      partition (PARTITION_ID 0), N/A on the others
+    pending_memory        a memory mode `set --memory-partition` requested; the driver's next load applies it
+                          (since ROCm 7.0 amd-smi no longer reloads the driver itself) and picks the compute mode
+                          from it (NPS1 SPX, NPS2 DPX, NPS4 CPX), as aqua_vanjaram.c does
+    busy                  true: every `set` fails with AMDSMI_STATUS_BUSY, as with a process on a GPU
+                          (a reboot, which returns a real GPU to its default modes, is not modelled)
+  `static --partition` prints tests/fixtures/real/amd-smi/mi300x-x8-amdgpu-docs-quick-start-static-partition-
+  cpx-nps1-6.4.0.txt's layout for 8 GPUs times the partitions of the compute mode. `set --gpu all
+  --compute-partition M` (or -C) accepts the driver's combinations only (SPX NPS1, DPX NPS1/NPS2, QPX
+  NPS1/NPS4, CPX NPS1/NPS4) and otherwise prints the AMDSMI_STATUS_SETTING_UNAVAILABLE refusal of AMD's
+  troubleshooting guide, exit 1; `set --memory-partition M` (or -M) asks AMD's [Y/N] question on stdin and
+  records `pending_memory`. `--standin-driver-load` is the lab's modprobe stand-in loading amdgpu.
   Anything else exits 2 naming what the stand-in knows.
 
 Install it as /usr/local/bin/amd-smi on a lab host (the lab hosts have no real amd-smi).
@@ -174,6 +188,97 @@ def firmware(state: dict) -> str:
     return "".join(f"GPU: {gpu}\n{body}" for gpu in range(int(state.get("gpus", 8))))
 
 
+COMPATIBLE = {"SPX": ("NPS1",), "DPX": ("NPS1", "NPS2"), "QPX": ("NPS1", "NPS4"), "CPX": ("NPS1", "NPS4")}
+PER_GPU = {"SPX": 1, "DPX": 2, "QPX": 4, "CPX": 8}
+PROFILE = {"SPX": 0, "DPX": 1, "QPX": 2, "CPX": 3}
+AUTO_COMPUTE = {"NPS1": "SPX", "NPS2": "DPX", "NPS4": "CPX"}
+NPS_WARNING = """
+          ****** WARNING ******
+
+          Setting Dynamic Memory (NPS) partition modes require users to quit all GPU workloads.
+          AMD SMI will then attempt to change memory (NPS) partition mode.
+          Upon a successful set, AMD SMI will then initiate an action to restart AMD GPU driver.
+          This action will change all GPU's in the hive to the requested memory (NPS) partition mode.
+
+          Please use this utility with caution.
+
+          Do you accept these terms? [Y/N] """
+
+
+def save(state: dict) -> None:
+    path = Path(os.environ.get("AMD_SMI_STANDIN_STATE", STATE))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+
+
+def static_partition(state: dict) -> str:
+    compute, memory = state.get("compute_partition", "SPX"), state.get("memory_partition", "NPS1")
+    out, index = [], 0
+    for _ in range(int(state.get("gpus", 8))):
+        for pid in range(PER_GPU[compute]):
+            shown = (compute, memory) if pid == 0 else ("N/A", "N/A")
+            out += [f"GPU: {index}", "    PARTITION:", f"        ACCELERATOR_PARTITION: {shown[0]}",
+                    f"        MEMORY_PARTITION: {shown[1]}", f"        PARTITION_ID: {pid}", ""]
+            index += 1
+    return "\n".join(out)
+
+
+def set_partition(state: dict, args: list[str]) -> int:
+    def value(*names: str) -> str | None:
+        for name in names:
+            if name in args and args.index(name) + 1 < len(args):
+                return args[args.index(name) + 1].upper()
+        return None
+
+    compute, memory = value("--compute-partition", "-C"), value("--memory-partition", "-M")
+    if state.get("busy"):
+        print("            30 | AMDSMI_STATUS_BUSY - Device busy\nValueError: Unable to set accelerator partition to "
+              f"{compute or memory} on GPU ID: 0 BDF:0000:0c:00.0", file=sys.stderr)
+        return 1
+    if compute:
+        current_memory = state.get("memory_partition", "NPS1")
+        if compute not in COMPATIBLE or current_memory not in COMPATIBLE[compute]:
+            print("[AMDSMI_STATUS_SETTING_UNAVAILABLE] Please check amd-smi partition --memory --accelerator for "
+                  "available profiles.\nUsers may need to switch memory partition to another mode in order to "
+                  "enable the desired accelerator partition.\n55 | AMDSMI_STATUS_SETTING_UNAVAILABLE - Setting is "
+                  "not available", file=sys.stderr)
+            return 1
+        state["compute_partition"] = compute
+        save(state)
+        for gpu in range(int(state.get("gpus", 8))):
+            print(f"GPU: {gpu}\n    ACCELERATOR_PARTITION: Successfully set accelerator partition to {compute} "
+                  f"(profile #{PROFILE[compute]})\n")
+        return 0
+    if memory:
+        if memory not in AUTO_COMPUTE:
+            print(f"[AMDSMI_STATUS_INVAL] {memory} is not a memory partition mode of this GPU", file=sys.stderr)
+            return 1
+        sys.stdout.write(NPS_WARNING)
+        sys.stdout.flush()
+        if sys.stdin.readline().strip().upper() != "Y":
+            print("\nAborted: the terms were not accepted", file=sys.stderr)
+            return 1
+        state["pending_memory"] = memory
+        save(state)
+        for gpu in range(int(state.get("gpus", 8))):
+            print(f"\n          GPU: {gpu}\n            MEMORY_PARTITION: Successfully set memory partition to "
+                  f"{memory}")
+        return 0
+    print("amd-smi stand-in: set needs --compute-partition or --memory-partition", file=sys.stderr)
+    return 2
+
+
+def driver_load(state: dict) -> int:
+    if state.get("busy"):
+        print("modprobe: FATAL: Module amdgpu is in use.", file=sys.stderr)
+        return 1
+    if state.get("pending_memory"):
+        state["memory_partition"] = state.pop("pending_memory")
+    state["compute_partition"] = AUTO_COMPUTE[state.get("memory_partition", "NPS1")]
+    save(state)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     args = argv[1:]
     state = load_state()
@@ -189,14 +294,20 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(bad_pages(state))
     elif command == "metric":
         sys.stdout.write(metric(state, args))
+    elif command == "static" and "--partition" in args:
+        sys.stdout.write(static_partition(state))
+    elif command == "set":
+        return set_partition(state, args)
+    elif command == "--standin-driver-load":
+        return driver_load(state)
     elif command == "firmware":
         sys.stdout.write(firmware(state))
     elif command in ("monitor", "topology"):
         sys.stdout.write(real_view(command))
     else:
         print(f"amd-smi stand-in: {' '.join(args) or '(no arguments)'} is not stood in for; it knows version, "
-              "ras --cper, bad-pages, metric (--pcie, --ecc-blocks, --ecc, --json), and monitor, topology and "
-              "firmware as text", file=sys.stderr)
+              "ras --cper, bad-pages, metric (--pcie, --ecc-blocks, --ecc, --json), monitor, topology and "
+              "firmware as text, static --partition and set --compute-partition/--memory-partition", file=sys.stderr)
         return 2
     return 0
 

@@ -1,0 +1,112 @@
+"""The partition rules (validation/targets/partition_modes.py) as the amdgpu_partition role reads them through its
+filters: which combinations a SKU runs, how many GPUs each mode lists, and the order of the changes, from a
+real `amd-smi static --partition` view (tests/fixtures/real/amd-smi/SOURCES.md) and from the lab's stand-in,
+which prints the same layout for any mode (tests/integration/standins/amd_smi_standin.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from validation import parsers, spec
+from validation.targets import partition_modes
+
+ROOT = Path(__file__).resolve().parents[3]
+REAL = ROOT / "tests" / "fixtures" / "real" / "amd-smi" / "mi300x-x8-amdgpu-docs-quick-start-static-partition-cpx-nps1-6.4.0.txt"
+STANDIN = ROOT / "tests" / "integration" / "standins" / "amd_smi_standin.py"
+
+
+def filters() -> dict:
+    found = importlib.util.spec_from_file_location("rocm_fleet_filters", ROOT / "plugins" / "filter" / "rocm_fleet.py")
+    assert found and found.loader
+    module = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    return module.FilterModule().filters()
+
+
+def standin_view(tmp: Path, compute: str, memory: str) -> str:
+    state = tmp / "amd-smi.json"
+    state.write_text(json.dumps({"compute_partition": compute, "memory_partition": memory}))
+    return subprocess.run([sys.executable, str(STANDIN), "static", "--partition"], capture_output=True, text=True,
+                          check=True, timeout=30, env={**os.environ, "AMD_SMI_STANDIN_STATE": str(state)}).stdout
+
+
+def test_the_real_view_reads_as_cpx_nps1_on_each_gpus_primary_partition_only() -> None:
+    record = parsers.parse("amd-smi", REAL.read_text())
+    primaries = [(g.index, g.compute_partition, g.memory_partition) for g in record.gpus if g.partition_id == 0]
+    assert primaries == [(0, "CPX", "NPS1"), (8, "CPX", "NPS1")]
+    assert {(g.compute_partition, g.memory_partition) for g in record.gpus if g.partition_id} == {(None, None)}
+    # the published view is an excerpt ("..."): the role refuses to plan from a view cut short
+    assert "cut short" in filters()["partition_plan"](REAL.read_text(), "CPX", "NPS4")["problem"]
+
+
+@pytest.mark.parametrize(("compute", "memory"), [("SPX", "NPS1"), ("DPX", "NPS1"), ("DPX", "NPS2"), ("QPX", "NPS1"),
+                                                 ("QPX", "NPS4"), ("CPX", "NPS1"), ("CPX", "NPS4")])
+def test_every_combination_the_driver_takes_is_allowed_on_mi300x(compute: str, memory: str) -> None:
+    assert filters()["partition_problems"](compute, memory, "MI300X") == []
+
+
+@pytest.mark.parametrize(("compute", "memory", "sku", "said"), [
+    ("SPX", "NPS4", "mi300x", "mi300x cannot run SPX with NPS4"),
+    ("SPX", "NPS2", "mi300x", "mi300x cannot run SPX with NPS2"),
+    ("DPX", "NPS4", "mi300x", "mi300x cannot run DPX with NPS4"),
+    ("QPX", "NPS2", "mi325x", "mi325x cannot run QPX with NPS2"),
+    ("TPX", "NPS1", "mi300x", "mi300x has no compute partition TPX"),
+    ("CPX", "NPS8", "mi300x", "mi300x cannot run CPX with NPS8"),
+    ("XPX", "NPS1", "mi300x", "amdgpu_compute_partition 'XPX' is none of SPX, DPX, TPX, QPX, CPX"),
+    ("CPX", "", "mi300x", "declare both"),
+    ("", "NPS4", "mi300x", "declare both"),
+    ("CPX", "NPS4", "h200", "partition modes cannot be set on h200"),
+    ("CPX", "NPS4", "mi300x-vf", "partition modes cannot be set on mi300x-vf"),
+    ("CPX", "NPS4", "", "partition modes cannot be set on an undeclared SKU"),
+])
+def test_what_the_sku_does_not_run_is_refused_with_the_reason(compute: str, memory: str, sku: str, said: str) -> None:
+    found = filters()["partition_problems"](compute, memory, sku)
+    assert len(found) == 1 and said in found[0], found
+
+
+def test_nothing_declared_is_nothing_to_refuse() -> None:
+    assert filters()["partition_problems"]("", "", "") == []
+
+
+@pytest.mark.parametrize(("now", "wanted", "steps"), [
+    (("SPX", "NPS1"), ("CPX", "NPS4"), [("memory", "NPS4", True)]),                    # the reload picks CPX
+    (("SPX", "NPS1"), ("QPX", "NPS4"), [("memory", "NPS4", True), ("compute", "QPX", False)]),
+    (("CPX", "NPS4"), ("SPX", "NPS1"), [("memory", "NPS1", True)]),                     # memory first, going back
+    (("CPX", "NPS4"), ("CPX", "NPS1"), [("memory", "NPS1", True), ("compute", "CPX", False)]),
+    (("SPX", "NPS1"), ("DPX", "NPS1"), [("compute", "DPX", False)]),                     # compute alone: no reload
+    (("CPX", "NPS4"), ("CPX", "NPS4"), []),
+])
+def test_the_changes_come_in_the_drivers_order(tmp_path: Path, now: tuple[str, str], wanted: tuple[str, str],
+                                               steps: list[tuple[str, str, bool]]) -> None:
+    plan = filters()["partition_plan"](standin_view(tmp_path, *now), *wanted)
+    assert plan["problem"] == "" and len(plan["current"]) == 8
+    assert [(s["kind"], s["mode"], s["reload"]) for s in plan["steps"]] == steps
+
+
+def test_gpus_that_disagree_are_all_set() -> None:
+    mixed = [{"compute": "CPX", "memory": "NPS4"}, {"compute": "SPX", "memory": "NPS1"}]
+    assert [s.as_dict() for s in partition_modes.plan(mixed, "CPX", "NPS4")] == \
+        [{"kind": "memory", "mode": "NPS4", "reload": True}]
+
+
+@pytest.mark.parametrize(("compute", "listed"), [("", 8), ("SPX", 8), ("DPX", 16), ("QPX", 32), ("CPX", 64)])
+def test_an_8_gpu_mi300x_lists_the_gpus_its_compute_mode_makes(tmp_path: Path, compute: str, listed: int) -> None:
+    assert partition_modes.logical_gpus("mi300x", 8, compute) == listed
+    if compute:
+        view = standin_view(tmp_path, compute, "NPS1" if compute != "DPX" else "NPS2")
+        assert len(parsers.parse("amd-smi", view).gpus) == listed
+
+
+def test_the_spec_carries_the_partition_variables_and_the_role_is_provisioned_after_rocm() -> None:
+    assert spec.SPEC_VARIABLE.match("amdgpu_compute_partition") and spec.SPEC_VARIABLE.match("amdgpu_memory_partition")
+    assert spec.SPEC_VARIABLE.match("amdgpu_partition_reload_ok")
+    assert not spec.SPEC_VARIABLE.match("amdgpu_compute_partition_x")
+    roles = spec.roles_for("site")
+    assert roles.index("rocm") < roles.index("amdgpu_partition") < roles.index("node_tuning")

@@ -1,0 +1,102 @@
+"""Which partition modes a GPU can be set to, how many logical GPUs each gives, and the steps that get a
+node from its current mode to the declared one: the one rule roles/amdgpu_partition (through the
+rocm_fleet.fleet.partition_plan filter) and the checks' GPU count use.
+
+Sources (every rule below is one of them):
+- The combinations are the amdgpu driver's own checks for 8-XCC parts (MI300X, MI325X: "aqua vanjaram"),
+  https://github.com/ROCm/amdgpu/blob/1c5625e6e140f925e7bd040f2c83c294e92806fb/drivers/gpu/drm/amd/amdgpu/aqua_vanjaram.c
+  (supp_xcp_modes SPX|DPX|QPX|CPX; compatible NPS: SPX NPS1, DPX NPS1/NPS2, QPX NPS1/NPS4, CPX NPS1/NPS4), as
+  AMD SMI's "GPU partitioning" guide tabulates them for MI300X,
+  https://rocm.docs.amd.com/projects/amdsmi/en/latest/conceptual/partition.html ("The number of memory
+  partitions cannot exceed the number of accelerator partitions"; "NPS8 is defined in the API but not
+  supported on MI300X"). Firmware may offer fewer: amd-smi refuses those at set time.
+- Logical GPUs per GPU: SPX 1, DPX 2, QPX 4, CPX 8 (one per XCD), whatever the memory mode: amdsmi's
+  amdsmi_accelerator_partition_profile_t ("On MI300X: SPX=>1, DPX=>2, QPX=>4, CPX=>8"); "an 8xMI300X system in
+  CPX mode reports 64 (IDs 0-63)" (the guide above).
+- Order: memory first, then a driver reload (`modprobe -r amdgpu && modprobe amdgpu`; amd-smi stopped doing
+  it itself in ROCm 7.0), then compute; on load the driver picks the compute mode from the memory mode
+  (NPS1 SPX, NPS2 DPX, NPS4 CPX: aqua_vanjaram.c's auto mode), so a compute mode that differs from that is
+  set after the reload. A compute change alone needs no reload. The guide's steps 3-6, same page.
+- Modes do not survive a reboot or a driver reload ("The GPU will always revert back to this default SPX
+  mode when the system is rebooted or when the amdgpu driver is unloaded and reloaded",
+  https://github.com/ROCm/amdgpu-docs/blob/4be74b14ed1d46af3a59127720d0f6760e52fac5/docs/gpu-partitioning/mi300x/overview.rst),
+  so the role applies them again at every boot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from validation.targets.partition import COMPUTE_MODES, MEMORY_MODES
+
+_EIGHT_XCC = {"SPX": ("NPS1",), "DPX": ("NPS1", "NPS2"), "QPX": ("NPS1", "NPS4"), "CPX": ("NPS1", "NPS4")}
+# SKU -> compute mode -> the memory modes it may be combined with
+SETTABLE: dict[str, dict[str, tuple[str, ...]]] = {"mi300x": _EIGHT_XCC, "mi300x-hf": _EIGHT_XCC, "mi325x": _EIGHT_XCC}
+PER_GPU: dict[str, dict[str, int]] = {sku: {"SPX": 1, "DPX": 2, "QPX": 4, "CPX": 8} for sku in SETTABLE}
+# the compute mode the driver picks when it loads in a memory mode (aqua_vanjaram.c, 8 XCCs)
+AUTO_COMPUTE = {"NPS1": "SPX", "NPS2": "DPX", "NPS4": "CPX"}
+SOURCE = "https://rocm.docs.amd.com/projects/amdsmi/en/latest/conceptual/partition.html"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One change: `amd-smi set` of `kind` ("memory" or "compute") to `mode`; `reload`: the driver must be
+    reloaded after it for the change to take effect."""
+
+    kind: str
+    mode: str
+    reload: bool
+
+    def as_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "mode": self.mode, "reload": self.reload}
+
+
+def problems(sku: str, compute: str, memory: str) -> list[str]:
+    """Why `compute`/`memory` cannot be declared for `sku` (empty: it can). Both empty: nothing declared."""
+    if not compute and not memory:
+        return []
+    if not compute or not memory:
+        return [f"amdgpu_compute_partition {compute!r} and amdgpu_memory_partition {memory!r}: declare both "
+                "(e.g. CPX and NPS4) or neither"]
+    found = []
+    if compute not in COMPUTE_MODES:
+        found.append(f"amdgpu_compute_partition {compute!r} is none of {', '.join(COMPUTE_MODES)}")
+    if memory not in MEMORY_MODES:
+        found.append(f"amdgpu_memory_partition {memory!r} is none of {', '.join(MEMORY_MODES)}")
+    if found:
+        return found
+    modes = SETTABLE.get(sku)
+    if modes is None:
+        return [f"partition modes cannot be set on {sku or 'an undeclared SKU'}: only "
+                f"{', '.join(sorted(SETTABLE))} have them (validation_target_sku)"]
+    if compute not in modes:
+        return [f"{sku} has no compute partition {compute}; it has {', '.join(modes)} ({SOURCE})"]
+    if memory not in modes[compute]:
+        allowed = [f"{c}/{m}" for c, ms in modes.items() for m in ms]
+        return [f"{sku} cannot run {compute} with {memory}: the number of memory partitions cannot exceed the "
+                f"number of compute partitions; it runs {', '.join(allowed)} ({SOURCE})"]
+    return []
+
+
+def logical_gpus(sku: str, physical: int, compute: str) -> int:
+    """The GPUs the node lists (rocminfo, amd-smi, Slurm) with `physical` GPUs in compute mode `compute`."""
+    if not compute:
+        return physical
+    return physical * PER_GPU.get(sku, {}).get(compute, 1)
+
+
+def plan(current: Sequence[Mapping[str, str]], compute: str, memory: str) -> list[Step]:
+    """The changes from `current` (one {"compute", "memory"} per physical GPU, as amd-smi reports its primary
+    partitions) to the declared modes, in the order the driver accepts them. Empty: nothing to change."""
+    if not compute or not memory:
+        return []
+    memories = {g.get("memory") for g in current}
+    computes = {g.get("compute") for g in current}
+    steps: list[Step] = []
+    if memories != {memory}:
+        steps.append(Step("memory", memory, reload=True))
+        computes = {AUTO_COMPUTE.get(memory, "")}
+    if computes != {compute}:
+        steps.append(Step("compute", compute, reload=False))
+    return steps
