@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from validation.errors import RocmFleetError
+from validation.partition_counts import logical_gpus
 
 ROLES_DIR = Path(__file__).resolve().parents[1] / "roles"
 # The roles whose variables declare a node, in the order their defaults are merged, and the variable
@@ -29,8 +30,7 @@ PLAYBOOK_ROLES = {
     "site": SPEC_ROLES,                 # site.yml applies them all; preflight.yml checks them all first
     "upgrade": SPEC_ROLES[:3],          # upgrade.yml moves the repository, the driver and ROCm only
 }
-SPEC_VARIABLE = re.compile(r"^(rocm|amdgpu_driver|amdgpu_partition|node_tuning|gpu_access|env_profiles|validation)_"
-                           r"|^amdgpu_(compute|memory)_partition$")
+SPEC_VARIABLE = re.compile(r"^(rocm|amdgpu_driver|amdgpu_partition|node_tuning|gpu_access|env_profiles|validation)_")
 # Not the node's state: the validation_node role's own knobs, and the playbooks' run bookkeeping
 # (rocm_fleet_run_id, rocm_fleet_wheelhouse, ... set on every node by validate.yml).
 NOT_SPEC = re.compile(r"^(validation_node|rocm_fleet)_")
@@ -81,7 +81,26 @@ def declared_state(defaults: Sequence[Mapping[str, Any]], host_vars: Mapping[str
         merged.update(layer)
     merged.update({k: v for k, v in host_vars.items() if SPEC_VARIABLE.match(k) and not NOT_SPEC.match(k)})
     merged.update(overrides or {})
-    return merged
+    return with_partition_counts(merged)
+
+
+def with_partition_counts(state: dict[str, Any]) -> dict[str, Any]:
+    """A node with declared partition modes lists more GPUs than it holds: `validation_gpu_count` becomes the
+    count it lists (CPX: 8 per MI300X), `validation_physical_gpu_count` keeps the GPUs it holds (the inventory's
+    count, which selects the SKU), and `validation_partition` defaults to the declared modes (the targets for
+    that mode). Applying it again to its own result changes nothing."""
+    compute = str(state.get("amdgpu_partition_compute") or "").upper()
+    memory = str(state.get("amdgpu_partition_memory") or "").upper()
+    count = state.get("validation_gpu_count")
+    if not compute or not memory or count in (None, ""):
+        return state
+    physical = int(state.get("validation_physical_gpu_count") or count)
+    state["validation_physical_gpu_count"] = physical
+    state["validation_gpu_count"] = logical_gpus(str(state.get("validation_target_sku") or ""), physical,
+                                                 compute)
+    if not state.get("validation_partition"):
+        state["validation_partition"] = f"{compute}/{memory}"
+    return state
 
 
 def render_spec(state: Mapping[str, Any]) -> str:

@@ -51,8 +51,8 @@ def node() -> Iterator[tuple[Lab, Path, str]]:
 
 def converge(inventory: Path, compute: str, memory: str, **extra: object):
     return run_playbook(inventory, PLAYBOOK, "-e", json.dumps({"validation_target_sku": "mi300x",
-                                                                "amdgpu_compute_partition": compute,
-                                                                "amdgpu_memory_partition": memory, **extra}))
+                                                                "amdgpu_partition_compute": compute,
+                                                                "amdgpu_partition_memory": memory, **extra}))
 
 
 def modes(lab: Lab, host: str) -> tuple[str, str, int]:

@@ -36,7 +36,9 @@ def load_baseline(request: pytest.FixtureRequest, spec: dict) -> dict[str, Any] 
 @pytest.fixture(scope="module")
 def targets(host: Any, spec: dict, request: pytest.FixtureRequest) -> TargetProfile:
     sku = spec.get("validation_target_sku")
-    count = spec.get("validation_gpu_count")
+    # the GPUs it holds: a partitioned node lists more (validation/spec.py:with_partition_counts), and the
+    # profiles are chosen and counted by whole GPUs
+    count = spec.get("validation_physical_gpu_count") or spec.get("validation_gpu_count")
     partition = spec.get("validation_partition")
     if not sku:
         device = discovery.main_device(discovery.pci_gpus(host))

@@ -94,7 +94,8 @@ def test_gpus_on_the_pci_bus_are_the_declared_sku(host: Any, spec: dict) -> None
                                 "RF-NO-AMD-GPU" if gpu_vendor(spec) == "amd"
                                 else "RF-NO-NVIDIA-GPU", f"no GPU on the PCI bus; spec declares {declared}")
     try:
-        found = select_sku(device_id, int(spec.get("validation_gpu_count") or 0), spec.get("validation_partition"),
+        whole = spec.get("validation_physical_gpu_count") or spec.get("validation_gpu_count")   # not the listed count
+        found = select_sku(device_id, int(whole or 0), spec.get("validation_partition"),
                            vendor=vendor)
     except UnknownSkuError as exc:
         expect(False, "RF-SKU-MISMATCH", f"PCI device {vendor}:{device_id} is none of the known SKUs, the spec "

@@ -19,7 +19,7 @@ from typing import Any
 
 from validation.multinode.model import METHODS, ClusterError, ClusterSpec, Connection, Node
 from validation.runner import environment_tool
-from validation.spec import role_defaults
+from validation.spec import role_defaults, with_partition_counts
 
 INVENTORY_TIMEOUT_S = 120
 
@@ -112,6 +112,17 @@ def job_env(v: Mapping[str, Any]) -> dict[str, str]:
     return {str(k): str(_no_templates(str(k), val)) for k, val in env.items()}
 
 
+def ranks_per_node(v: Mapping[str, Any]) -> int:
+    """mpi_launcher_ranks_per_node, or 0 (the default): one rank per GPU the node lists, which a declared
+    partition mode multiplies (validation/spec.py:with_partition_counts; CPX: 64 on 8 MI300X); 8 where the
+    node declares no GPU count either."""
+    declared = int(v.get("mpi_launcher_ranks_per_node") or 0)
+    if declared:
+        return declared
+    listed = with_partition_counts(dict(v)).get("validation_gpu_count")
+    return int(listed) if listed else 8
+
+
 def cluster_from_inventory(doc: Mapping[str, Any], group: str,
                            defaults: Mapping[str, Any] | None = None) -> ClusterSpec:
     """Pure: the resolved inventory (ansible-inventory --list) -> ClusterSpec of `group`."""
@@ -136,7 +147,7 @@ def cluster_from_inventory(doc: Mapping[str, Any], group: str,
     mca = {str(k): str(_no_templates(str(k), val)) for k, val in (v.get("mpi_launcher_mca") or {}).items()}
     return ClusterSpec(
         name=str(v.get("mpi_launcher_cluster_name") or group), nodes=tuple(nodes), method=method,
-        launch_node=launch_node, ranks_per_node=int(v.get("mpi_launcher_ranks_per_node", 8)),
+        launch_node=launch_node, ranks_per_node=ranks_per_node(v),
         socket_ifname=str(_no_templates("mpi_launcher_socket_ifname", v.get("mpi_launcher_socket_ifname") or "")),
         env=tuple(sorted(job_env(v).items())), mca=tuple(sorted(mca.items())),
         job_user=str(v.get("mpi_launcher_user") or "rocm-fleet-mpi"),

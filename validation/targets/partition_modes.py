@@ -10,9 +10,7 @@ Sources (every rule below is one of them):
   https://rocm.docs.amd.com/projects/amdsmi/en/latest/conceptual/partition.html ("The number of memory
   partitions cannot exceed the number of accelerator partitions"; "NPS8 is defined in the API but not
   supported on MI300X"). Firmware may offer fewer: amd-smi refuses those at set time.
-- Logical GPUs per GPU: SPX 1, DPX 2, QPX 4, CPX 8 (one per XCD), whatever the memory mode: amdsmi's
-  amdsmi_accelerator_partition_profile_t ("On MI300X: SPX=>1, DPX=>2, QPX=>4, CPX=>8"); "an 8xMI300X system in
-  CPX mode reports 64 (IDs 0-63)" (the guide above).
+- Logical GPUs per GPU: validation/partition_counts.py.
 - Order: memory first, then a driver reload (`modprobe -r amdgpu && modprobe amdgpu`; amd-smi stopped doing
   it itself in ROCm 7.0), then compute; on load the driver picks the compute mode from the memory mode
   (NPS1 SPX, NPS2 DPX, NPS4 CPX: aqua_vanjaram.c's auto mode), so a compute mode that differs from that is
@@ -28,12 +26,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from validation.partition_counts import PER_GPU, logical_gpus
 from validation.targets.partition import COMPUTE_MODES, MEMORY_MODES
 
 _EIGHT_XCC = {"SPX": ("NPS1",), "DPX": ("NPS1", "NPS2"), "QPX": ("NPS1", "NPS4"), "CPX": ("NPS1", "NPS4")}
 # SKU -> compute mode -> the memory modes it may be combined with
 SETTABLE: dict[str, dict[str, tuple[str, ...]]] = {"mi300x": _EIGHT_XCC, "mi300x-hf": _EIGHT_XCC, "mi325x": _EIGHT_XCC}
-PER_GPU: dict[str, dict[str, int]] = {sku: {"SPX": 1, "DPX": 2, "QPX": 4, "CPX": 8} for sku in SETTABLE}
 # the compute mode the driver picks when it loads in a memory mode (aqua_vanjaram.c, 8 XCCs)
 AUTO_COMPUTE = {"NPS1": "SPX", "NPS2": "DPX", "NPS4": "CPX"}
 SOURCE = "https://rocm.docs.amd.com/projects/amdsmi/en/latest/conceptual/partition.html"
@@ -57,13 +55,13 @@ def problems(sku: str, compute: str, memory: str) -> list[str]:
     if not compute and not memory:
         return []
     if not compute or not memory:
-        return [f"amdgpu_compute_partition {compute!r} and amdgpu_memory_partition {memory!r}: declare both "
+        return [f"amdgpu_partition_compute {compute!r} and amdgpu_partition_memory {memory!r}: declare both "
                 "(e.g. CPX and NPS4) or neither"]
     found = []
     if compute not in COMPUTE_MODES:
-        found.append(f"amdgpu_compute_partition {compute!r} is none of {', '.join(COMPUTE_MODES)}")
+        found.append(f"amdgpu_partition_compute {compute!r} is none of {', '.join(COMPUTE_MODES)}")
     if memory not in MEMORY_MODES:
-        found.append(f"amdgpu_memory_partition {memory!r} is none of {', '.join(MEMORY_MODES)}")
+        found.append(f"amdgpu_partition_memory {memory!r} is none of {', '.join(MEMORY_MODES)}")
     if found:
         return found
     modes = SETTABLE.get(sku)
@@ -77,13 +75,6 @@ def problems(sku: str, compute: str, memory: str) -> list[str]:
         return [f"{sku} cannot run {compute} with {memory}: the number of memory partitions cannot exceed the "
                 f"number of compute partitions; it runs {', '.join(allowed)} ({SOURCE})"]
     return []
-
-
-def logical_gpus(sku: str, physical: int, compute: str) -> int:
-    """The GPUs the node lists (rocminfo, amd-smi, Slurm) with `physical` GPUs in compute mode `compute`."""
-    if not compute:
-        return physical
-    return physical * PER_GPU.get(sku, {}).get(compute, 1)
 
 
 def plan(current: Sequence[Mapping[str, str]], compute: str, memory: str) -> list[Step]:
@@ -100,3 +91,6 @@ def plan(current: Sequence[Mapping[str, str]], compute: str, memory: str) -> lis
     if computes != {compute}:
         steps.append(Step("compute", compute, reload=False))
     return steps
+
+
+__all__ = ["AUTO_COMPUTE", "PER_GPU", "SETTABLE", "Step", "logical_gpus", "plan", "problems"]

@@ -59,7 +59,7 @@ def test_every_combination_the_driver_takes_is_allowed_on_mi300x(compute: str, m
     ("QPX", "NPS2", "mi325x", "mi325x cannot run QPX with NPS2"),
     ("TPX", "NPS1", "mi300x", "mi300x has no compute partition TPX"),
     ("CPX", "NPS8", "mi300x", "mi300x cannot run CPX with NPS8"),
-    ("XPX", "NPS1", "mi300x", "amdgpu_compute_partition 'XPX' is none of SPX, DPX, TPX, QPX, CPX"),
+    ("XPX", "NPS1", "mi300x", "amdgpu_partition_compute 'XPX' is none of SPX, DPX, TPX, QPX, CPX"),
     ("CPX", "", "mi300x", "declare both"),
     ("", "NPS4", "mi300x", "declare both"),
     ("CPX", "NPS4", "h200", "partition modes cannot be set on h200"),
@@ -105,8 +105,30 @@ def test_an_8_gpu_mi300x_lists_the_gpus_its_compute_mode_makes(tmp_path: Path, c
 
 
 def test_the_spec_carries_the_partition_variables_and_the_role_is_provisioned_after_rocm() -> None:
-    assert spec.SPEC_VARIABLE.match("amdgpu_compute_partition") and spec.SPEC_VARIABLE.match("amdgpu_memory_partition")
+    assert spec.SPEC_VARIABLE.match("amdgpu_partition_compute") and spec.SPEC_VARIABLE.match("amdgpu_partition_memory")
     assert spec.SPEC_VARIABLE.match("amdgpu_partition_reload_ok")
-    assert not spec.SPEC_VARIABLE.match("amdgpu_compute_partition_x")
     roles = spec.roles_for("site")
     assert roles.index("rocm") < roles.index("amdgpu_partition") < roles.index("node_tuning")
+
+
+def test_a_declared_mode_makes_the_spec_count_the_gpus_the_node_lists_and_keeps_the_ones_it_holds() -> None:
+    state = spec.declared_state([{"validation_gpu_count": 8}], {
+        "validation_target_sku": "mi300x", "amdgpu_partition_compute": "CPX", "amdgpu_partition_memory": "NPS4"})
+    assert (state["validation_gpu_count"], state["validation_physical_gpu_count"], state["validation_partition"]) \
+        == (64, 8, "CPX/NPS4")
+    assert spec.declared_state([], state) == state                     # a spec file read again: no second multiply
+    qpx = spec.declared_state([state], {"amdgpu_partition_compute": "QPX"})
+    assert (qpx["validation_gpu_count"], qpx["validation_partition"]) == (32, "CPX/NPS4")  # a declared partition wins
+    plain = spec.declared_state([{"validation_gpu_count": 8}], {"validation_target_sku": "mi300x"})
+    assert plain["validation_gpu_count"] == 8 and "validation_physical_gpu_count" not in plain
+
+
+def test_rccl_runs_one_rank_per_gpu_the_node_lists() -> None:
+    from validation.multinode.inventory import ranks_per_node
+
+    cpx = {"validation_gpu_count": 8, "validation_target_sku": "mi300x", "amdgpu_partition_compute": "CPX",
+           "amdgpu_partition_memory": "NPS4"}
+    assert ranks_per_node({**cpx, "mpi_launcher_ranks_per_node": 0}) == 64
+    assert ranks_per_node({**cpx, "mpi_launcher_ranks_per_node": 4}) == 4          # a declared count wins
+    assert ranks_per_node({"validation_gpu_count": 8, "mpi_launcher_ranks_per_node": 0}) == 8
+    assert ranks_per_node({"mpi_launcher_ranks_per_node": 0}) == 8
