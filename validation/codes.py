@@ -13,6 +13,9 @@ CODES: dict[str, str] = {
     # --- measurements and devices (validation/judge.py and the verdicts built on it)
     "RF-GPU-MISSING": "Check `lspci -d 1002:<id>` / `amd-smi list` and `dmesg | grep amdgpu` for init "
                       "errors; power-cycle the node, reseat the OAM/UBB; RMA the GPU if it stays missing.",
+    "RF-SLURM-GRES": "Slurm offers this node another number of GPUs than it lists (declared count times the "
+                     "partitions of its mode): converge roles/slurm_gres (gres.conf and the node's Gres= in "
+                     "slurm.conf), then restart slurmctld and slurmd; until then jobs get the wrong GPUs.",
     "RF-GPU-COUNT": "More GPUs than declared: fix the inventory (gpu count, partition mode) or the partition "
                     "setting (`amd-smi partition`).",
     "RF-SKU-MISMATCH": "The GPU (device id, market name, gfx target or SR-IOV VF) differs from the declared SKU: "

@@ -20,7 +20,19 @@ _HERE = str(Path(__file__).resolve().parents[2])
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from validation import adduser, compat, cstates, declared, openpgp, parsers, recap, remediate, slurm, spec  # noqa: E402
+from validation import (  # noqa: E402
+    adduser,
+    compat,
+    cstates,
+    declared,
+    openpgp,
+    parsers,
+    recap,
+    remediate,
+    slurm,
+    slurm_gres,
+    spec,
+)
 from validation.errors import ParseError  # noqa: E402
 from validation.multinode import cluster_ssh  # noqa: E402
 from validation.multinode.model import ClusterError  # noqa: E402
@@ -93,6 +105,35 @@ def partition_plan(static_partition: str, compute: str, memory: str) -> dict[str
         return {"current": [], "steps": [], "problem": "amd-smi static --partition lists no GPU with a partition mode"}
     steps = partition_modes.plan(current, str(compute or "").upper(), str(memory or "").upper())
     return {"current": current, "steps": [step.as_dict() for step in steps], "problem": ""}
+
+
+def listed_gpu_count(host_vars: Mapping[str, Any]) -> int:
+    """The GPUs a node lists: validation_gpu_count as its declared partition mode makes it
+    (validation/spec.py:with_partition_counts; CPX: 8 per MI300X); 0 where it declares none."""
+    keys = ("validation_gpu_count", "validation_physical_gpu_count", "validation_target_sku",
+            "amdgpu_partition_compute", "amdgpu_partition_memory")
+    state = spec.with_partition_counts({k: host_vars[k] for k in keys if k in host_vars})
+    return int(state.get("validation_gpu_count") or 0)
+
+
+# --- slurm_gres ----------------------------------------------------------------------------------
+
+def slurm_play_gres(play_hosts: list[str], hostvars: Mapping[str, Any], gres_type: str = "") -> dict[str, str]:
+    """Slurm node name -> `gpu[:TYPE]:N` for every host of the play that lists GPUs (its slurm_gres_node, else
+    its short inventory name)."""
+    out = {}
+    for host in play_hosts:
+        hv = hostvars[host]
+        count = listed_gpu_count(hv)
+        if count > 0:
+            name = str(hv.get("slurm_gres_node") or hv.get("inventory_hostname_short") or host.split(".")[0])
+            out[slurm.check_node(name)] = slurm_gres.gres_value(count, gres_type)
+    return out
+
+
+def slurm_gres_conf(paths: list[str], detect: str, gres_type: str = "") -> str:
+    """gres.conf for a node whose render nodes are `paths` (validation/slurm_gres.py:gres_conf)."""
+    return slurm_gres.gres_conf(slurm_gres.render_nodes(paths), detect, gres_type)
 
 
 # --- node_tuning --------------------------------------------------------------------------------
@@ -196,6 +237,12 @@ class FilterModule:
             "packages_to_install": declared.packages_to_install,
             "partition_problems": partition_problems,
             "partition_plan": partition_plan,
+            "listed_gpu_count": listed_gpu_count,
+            "slurm_gres_conf": slurm_gres_conf,
+            "slurm_play_gres": slurm_play_gres,
+            "slurm_render_nodes": slurm_gres.render_nodes,
+            "slurm_gres_value": slurm_gres.gres_value,
+            "slurm_conf_with_gres": slurm_gres.slurm_conf_with_gres,
             "tuning_plan": declared.tuning_plan,
             "tuning_paths": declared.runtime_paths,
             "tuning_now": declared.runtime_now,

@@ -170,6 +170,50 @@ def test_node_drain_takes_a_node_out_of_slurm_and_puts_it_back(cluster, tmp_path
     assert lab.ssh(node, ["test", "-e", "/var/lib/rocm-fleet/drain.json"]).returncode != 0
 
 
+STANDINS = ROOT / "tests" / "integration" / "standins"
+
+
+def test_slurm_sees_the_gpus_the_partition_mode_makes(cluster) -> None:
+    """roles/amdgpu_partition then roles/slurm_gres on the real Slurm: the GPU node (amd-smi and modprobe
+    stand-ins, docs/partition.md) goes SPX/NPS1 -> CPX/NPS4 -> SPX/NPS1, and `scontrol show node` follows:
+    Gres=(null), gpu:8, gpu:64, gpu:8, each converge again changing nothing; the node stays schedulable."""
+    lab, inventory, _ = cluster
+    node, controller = HOSTS[1], HOSTS[0]
+    for path, source in (("/usr/local/bin/amd-smi", STANDINS / "amd_smi_standin.py"),
+                         ("/usr/local/bin/modprobe", STANDINS / "gpu_node" / "modprobe")):
+        payload = base64.b64encode(source.read_bytes()).decode()
+        assert lab.ssh(node, [f"echo {payload} | base64 -d > {path} && chmod 0755 {path}"]).returncode == 0
+    loaded = lab.ssh(node, ["mkdir -p /dev/dri && modprobe amdgpu && ls /dev/dri | grep -c renderD"])
+    assert loaded.stdout.strip() == "8", (loaded.stdout, loaded.stderr)
+
+    def gres() -> str:
+        shown = lab.ssh(controller, [shlex.join(["scontrol", "--oneliner", "show", "node", node])]).stdout
+        return re.search(r"Gres=(\S+)", shown).group(1)           # type: ignore[union-attr]
+
+    def converge(compute: str, memory: str, **extra: object) -> PlaybookRun:
+        return run_playbook(inventory, ROOT / "tests" / "integration" / "playbooks" / "slurm_gres.yml", "-e",
+                            json.dumps({"lab_compute": compute, "lab_memory": memory, **extra}))
+
+    seen = [f"before: Gres={gres()}"]
+    assert gres() == "(null)"
+    for compute, memory, wanted in (("SPX", "NPS1", "gpu:8"), ("CPX", "NPS4", "gpu:64"), ("SPX", "NPS1", "gpu:8")):
+        first = converge(compute, memory)
+        assert first.rc == 0 and first.changed() >= 1, first.output[-4000:]
+        assert gres() == wanted
+        again = converge(compute, memory)
+        assert again.rc == 0 and again.changed() == 0, again.changed_tasks()
+        state = lab.ssh(controller, [shlex.join(["sinfo", "--noheader", "--nodes", node, "--format=%T"])]).stdout
+        assert state.strip() == "idle", state
+        seen.append(f"{compute}/{memory}: Gres={gres()}, changed {first.changed()} in {first.seconds:.0f} s, "
+                    f"then 0 in {again.seconds:.0f} s")
+    assert lab.ssh(controller, ["grep -c '^GresTypes=gpu$' /etc/slurm/slurm.conf"]).stdout.strip() == "1"
+    refused = converge("SPX", "NPS1", slurm_gres_type="mi300x x")
+    said = " ".join(refused.output.split())
+    assert refused.rc != 0 and "slurm_gres refused before any change: slurm_gres_type" in said, said[-2000:]
+    assert gres() == "gpu:8"
+    print("\n" + "\n".join(seen))
+
+
 PULL = "/opt/rocm-fleet/pull/converge"
 
 

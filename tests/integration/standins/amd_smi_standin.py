@@ -53,7 +53,9 @@ Interface (for the lab tests and the remediation playbook's lab proof):
   --compute-partition M` (or -C) accepts the driver's combinations only (SPX NPS1, DPX NPS1/NPS2, QPX
   NPS1/NPS4, CPX NPS1/NPS4) and otherwise prints the AMDSMI_STATUS_SETTING_UNAVAILABLE refusal of AMD's
   troubleshooting guide, exit 1; `set --memory-partition M` (or -M) asks AMD's [Y/N] question on stdin and
-  records `pending_memory`. `--standin-driver-load` is the lab's modprobe stand-in loading amdgpu.
+  records `pending_memory`. `--standin-driver-load` is the lab's modprobe stand-in loading amdgpu. A compute
+  change and a driver load leave one render node per listed GPU in $AMD_SMI_STANDIN_DRI (default /dev/dri,
+  where it exists): renderD128 up, as the driver gives each partition its own (ROCm 6.4.1+).
   Anything else exits 2 naming what the stand-in knows.
 
 Install it as /usr/local/bin/amd-smi on a lab host (the lab hosts have no real amd-smi).
@@ -66,6 +68,7 @@ from pathlib import Path
 
 STATE = "/var/lib/rocm-fleet-standin/amd-smi.json"
 DATA = "/usr/local/share/rocm-fleet-standin"
+DRI = "/dev/dri"
 VIEWS = {"monitor": "mi300x-x8-amdsmi-changelog-6.1.0-monitor-ptumv.txt",
          "topology": "mi300x-x8-amdsmi-changelog-6.1.0-topology.txt",
          "firmware": "mi300x-rocm-blogs-amd-smi-overview-firmware.txt"}
@@ -245,6 +248,7 @@ def set_partition(state: dict, args: list[str]) -> int:
             return 1
         state["compute_partition"] = compute
         save(state)
+        sync_render_nodes(state)
         for gpu in range(int(state.get("gpus", 8))):
             print(f"GPU: {gpu}\n    ACCELERATOR_PARTITION: Successfully set accelerator partition to {compute} "
                   f"(profile #{PROFILE[compute]})\n")
@@ -268,6 +272,19 @@ def set_partition(state: dict, args: list[str]) -> int:
     return 2
 
 
+def sync_render_nodes(state: dict) -> None:
+    """One render node per listed GPU, renderD128 up, as the driver makes one per partition (ROCm 6.4.1+)."""
+    dri = Path(os.environ.get("AMD_SMI_STANDIN_DRI", DRI))
+    if not dri.is_dir():
+        return
+    listed = int(state.get("gpus", 8)) * PER_GPU[state.get("compute_partition", "SPX")]
+    for node in dri.glob("renderD*"):
+        if node.name[7:].isdigit() and int(node.name[7:]) >= 128 + listed:
+            node.unlink()
+    for minor in range(128, 128 + listed):
+        (dri / f"renderD{minor}").touch()
+
+
 def driver_load(state: dict) -> int:
     if state.get("busy"):
         print("modprobe: FATAL: Module amdgpu is in use.", file=sys.stderr)
@@ -276,6 +293,7 @@ def driver_load(state: dict) -> int:
         state["memory_partition"] = state.pop("pending_memory")
     state["compute_partition"] = AUTO_COMPUTE[state.get("memory_partition", "NPS1")]
     save(state)
+    sync_render_nodes(state)
     return 0
 
 

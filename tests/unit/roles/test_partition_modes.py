@@ -18,7 +18,8 @@ from validation import parsers, spec
 from validation.targets import partition_modes
 
 ROOT = Path(__file__).resolve().parents[3]
-REAL = ROOT / "tests" / "fixtures" / "real" / "amd-smi" / "mi300x-x8-amdgpu-docs-quick-start-static-partition-cpx-nps1-6.4.0.txt"
+REAL = (ROOT / "tests" / "fixtures" / "real" / "amd-smi"
+        / "mi300x-x8-amdgpu-docs-quick-start-static-partition-cpx-nps1-6.4.0.txt")
 STANDIN = ROOT / "tests" / "integration" / "standins" / "amd_smi_standin.py"
 
 
