@@ -21,9 +21,10 @@ CODES: dict[str, str] = {
     "RF-SKU-MISMATCH": "The GPU (device id, market name, gfx target or SR-IOV VF) differs from the declared SKU: "
                        "judge with the profile the verdict names, or set validation_target_sku for the host or "
                        "group to the SKU actually installed.",
-    "RF-PARTITION-MISMATCH": "The GPUs run in another partition mode than the targets were chosen for: judge with "
-                             "--partition <mode> (inventory validation_partition), or set the mode the node should "
-                             "have (`amd-smi set --memory-partition/--compute-partition`, then reload amdgpu).",
+    "RF-PARTITION-MISMATCH": "The GPUs run in another partition mode than declared or than the targets were chosen "
+                             "for: converge roles/amdgpu_partition (amdgpu_partition_compute/_memory; a reboot or a "
+                             "driver reload returns the GPUs to SPX/NPS1), or judge with --partition <mode> "
+                             "(inventory validation_partition).",
     "RF-CU-COUNT": "The GPU reports another compute-unit count than its SKU has in this partition mode: check the "
                    "compute partition (`amd-smi static --partition`; judge with --partition <mode>) and the device id; "
                    "a GPU of the declared SKU and mode with CUs missing is faulty: drain it and RMA.",

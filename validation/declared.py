@@ -196,3 +196,23 @@ def tuning_record(previous: Mapping[str, Any], plan: Mapping[str, Any], now: Map
         record["cpuidle_disabled_before"] = [state for state, value in zip(cpuidle_states, read, strict=False)
                                              if str(value).strip() == "1"]
     return record
+
+
+# The variables that pick GPUs by index (ROCm's GPU isolation page, docs/conceptual/gpu-isolation.md): ROCR for
+# all ROCm user space, HIP and CUDA for HIP, GPU_DEVICE_ORDINAL for ROCclr.
+VISIBLE_DEVICES = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
+
+
+def visible_devices_problems(env: Mapping[str, Any], listed: int, where: str) -> list[str]:
+    """Indices in the visible-device variables of `env` that the node does not list (0..listed-1; a partition
+    mode changes the count). UUIDs are not judged; listed 0 (no count declared): nothing is."""
+    found = []
+    for name in VISIBLE_DEVICES:
+        value = env.get(name)
+        if not listed or value in (None, ""):
+            continue
+        beyond = [t.strip() for t in str(value).split(",") if t.strip().isdigit() and int(t.strip()) >= listed]
+        if beyond:
+            found.append(f"{where} {name}={value}: the node lists GPUs 0-{listed - 1} (validation_gpu_count as "
+                         f"its partition mode makes it), not {', '.join(beyond)}")
+    return found

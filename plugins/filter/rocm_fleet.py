@@ -116,6 +116,17 @@ def listed_gpu_count(host_vars: Mapping[str, Any]) -> int:
     return int(state.get("validation_gpu_count") or 0)
 
 
+# --- env_profiles -------------------------------------------------------------------------------
+
+def visible_devices_problems(login_env: Mapping[str, Any], profiles: Mapping[str, Any], listed: int) -> list[str]:
+    """GPU indices in the login environment's and each opt-in profile's visible-device variables that the node
+    does not list (validation/declared.py:visible_devices_problems; `listed` from listed_gpu_count)."""
+    found = declared.visible_devices_problems(login_env, int(listed), "the login environment")
+    for name, env in sorted((profiles or {}).items()):
+        found += declared.visible_devices_problems(env or {}, int(listed), f"profile {name}")
+    return found
+
+
 # --- slurm_gres ----------------------------------------------------------------------------------
 
 def slurm_play_gres(play_hosts: list[str], hostvars: Mapping[str, Any], gres_type: str = "") -> dict[str, str]:
@@ -238,6 +249,7 @@ class FilterModule:
             "partition_problems": partition_problems,
             "partition_plan": partition_plan,
             "listed_gpu_count": listed_gpu_count,
+            "visible_devices_problems": visible_devices_problems,
             "slurm_gres_conf": slurm_gres_conf,
             "slurm_play_gres": slurm_play_gres,
             "slurm_render_nodes": slurm_gres.render_nodes,

@@ -22,6 +22,7 @@ HEALTH_CHECKS = frozenset({
     "test_gpus_on_the_pci_bus_are_the_declared_sku",
     "test_every_gpu_link_runs_at_its_full_pcie_speed_and_width",
     "test_firmware_is_the_same_on_every_gpu_and_matches_any_pins",
+    "test_gpus_run_the_declared_partition_modes",
     "test_transparent_huge_pages_mode",
     "test_numa_balancing",
     "test_running_kernel_booted_with_the_parameters",

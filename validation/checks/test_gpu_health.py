@@ -132,6 +132,31 @@ def test_no_gpu_has_a_fatal_cper_record(host: Any, amd_gpus: int, record: Any) -
     expect(not findings, "RF-CPER-FATAL", "; ".join(f.message for f in findings))
 
 
+def test_gpus_run_the_declared_partition_modes(host: Any, amd_gpus: int, spec: dict) -> None:
+    """Each GPU's primary partition runs the declared compute and memory modes (`amd-smi static --partition`):
+    the modes revert to SPX/NPS1 at a reboot or a driver reload, so a node that came back in its default
+    lists other GPUs than the scheduler was told."""
+    compute = str(spec.get("amdgpu_partition_compute") or "").upper()
+    memory = str(spec.get("amdgpu_partition_memory") or "").upper()
+    if not compute or not memory:
+        pytest.skip("spec declares no partition modes (amdgpu_partition_compute/_memory)")
+    out = run_tool(host, "amd-smi static --partition", timeout_s=60)
+    expect(out.rc == 0, "RF-TOOL-FAILED", f"amd-smi static --partition exited {out.rc}: {out.stderr.strip()[:300]}")
+    try:
+        record = parsers.parse("amd-smi", out.stdout)
+    except ParseError as exc:
+        raise CheckFailure("RF-TOOL-FAILED", f"amd-smi static --partition output not understood: {exc}") from exc
+    primaries = [g for g in record.gpus if g.partition_id in (0, None) and (g.compute_partition or g.memory_partition)]
+    expect(bool(primaries), "RF-NOT-REPORTED", "amd-smi static --partition shows no GPU's partition modes")
+    wrong = [f"gpu{g.index} runs {g.compute_partition}/{g.memory_partition}" for g in primaries
+             if (str(g.compute_partition).upper(), str(g.memory_partition).upper()) != (compute, memory)]
+    expect(not wrong, "RF-PARTITION-MISMATCH",
+           f"declared {compute}/{memory}: " + "; ".join(wrong) + " (converge roles/amdgpu_partition again: a reboot "
+           "or a driver reload returns the GPUs to their default modes)")
+    expect(not getattr(record, "truncated", False), "RF-INCOMPLETE-OUTPUT",
+           "amd-smi static --partition output is cut short: the GPUs after the cut are not seen")
+
+
 def test_no_gpu_has_pages_pending_retirement(host: Any, amd_gpus: int, record: Any) -> None:
     """No GPU has pages pending retirement (`amd-smi bad-pages`); retired pages are counted, and judged against
     a threshold only where one is known (validation/ras.py says why AMD's is not)."""

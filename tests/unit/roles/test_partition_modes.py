@@ -133,3 +133,50 @@ def test_rccl_runs_one_rank_per_gpu_the_node_lists() -> None:
     assert ranks_per_node({**cpx, "mpi_launcher_ranks_per_node": 4}) == 4          # a declared count wins
     assert ranks_per_node({"validation_gpu_count": 8, "mpi_launcher_ranks_per_node": 0}) == 8
     assert ranks_per_node({"mpi_launcher_ranks_per_node": 0}) == 8
+
+
+class PartitionHost:
+    """A node whose `amd-smi static --partition` prints `view` (MOCK: no AMD GPU here; the view is the real
+    one or the lab stand-in's, which prints the real layout)."""
+
+    def __init__(self, view: str) -> None:
+        self.view = view
+
+    def run(self, command: str) -> object:
+        return type("Out", (), {"rc": 0, "stdout": self.view, "stderr": ""})()
+
+
+def test_the_check_fails_a_node_that_came_back_in_another_mode_naming_each_gpu(tmp_path: Path) -> None:
+    from validation.checks import test_gpu_health
+    from validation.checks.outcome import CheckFailure
+
+    declared = {"amdgpu_partition_compute": "CPX", "amdgpu_partition_memory": "NPS4"}
+    test_gpu_health.test_gpus_run_the_declared_partition_modes(
+        PartitionHost(standin_view(tmp_path, "CPX", "NPS4")), 64, declared)
+    with pytest.raises(CheckFailure, match=r"declared CPX/NPS4: gpu0 runs SPX/NPS1; gpu1 runs SPX/NPS1;") as failed:
+        test_gpu_health.test_gpus_run_the_declared_partition_modes(
+            PartitionHost(standin_view(tmp_path, "SPX", "NPS1")), 64, declared)
+    assert failed.value.code == "RF-PARTITION-MISMATCH"
+    with pytest.raises(CheckFailure, match="declared CPX/NPS4: gpu0 runs CPX/NPS1; gpu8 runs CPX/NPS1") as real:
+        test_gpu_health.test_gpus_run_the_declared_partition_modes(PartitionHost(REAL.read_text()), 64, declared)
+    assert real.value.code == "RF-PARTITION-MISMATCH"
+    with pytest.raises(CheckFailure, match="cut short") as cut:          # the real excerpt, declared as it runs
+        test_gpu_health.test_gpus_run_the_declared_partition_modes(
+            PartitionHost(REAL.read_text()), 64, {"amdgpu_partition_compute": "CPX", "amdgpu_partition_memory": "NPS1"})
+    assert cut.value.code == "RF-INCOMPLETE-OUTPUT"
+    with pytest.raises(pytest.skip.Exception, match="declares no partition modes"):
+        test_gpu_health.test_gpus_run_the_declared_partition_modes(PartitionHost(""), 8, {})
+
+
+def test_visible_device_lists_must_name_gpus_the_mode_lists() -> None:
+    problems = filters()["visible_devices_problems"]
+    cpx = spec.with_partition_counts({"validation_gpu_count": 8, "validation_target_sku": "mi300x",
+                                      "amdgpu_partition_compute": "CPX", "amdgpu_partition_memory": "NPS4"})
+    listed = filters()["listed_gpu_count"](cpx)
+    assert problems({"ROCR_VISIBLE_DEVICES": "0,63"}, {}, listed) == []               # 64 listed in CPX
+    said = problems({"HIP_VISIBLE_DEVICES": "0,8"}, {"rccl-half": {"ROCR_VISIBLE_DEVICES": "4,5,6,7,8,9"}}, 8)
+    assert said == ["the login environment HIP_VISIBLE_DEVICES=0,8: the node lists GPUs 0-7 (validation_gpu_count "
+                    "as its partition mode makes it), not 8",
+                    "profile rccl-half ROCR_VISIBLE_DEVICES=4,5,6,7,8,9: the node lists GPUs 0-7 (validation_gpu_count "
+                    "as its partition mode makes it), not 8, 9"]
+    assert problems({"ROCR_VISIBLE_DEVICES": "GPU-4f2a,12"}, {}, 0) == []               # no count declared

@@ -31,6 +31,9 @@ KEEP_KERNEL = {"node_tuning_pci_realloc": "keep", "node_tuning_iommu": "keep", "
                "node_tuning_numa_balancing": "keep", "node_tuning_thp_enabled": "keep",
                "node_tuning_thp_defrag": "keep"}
 
+CPX = {"validation_gpu_count": 8, "validation_target_sku": "mi300x", "amdgpu_partition_compute": "CPX",
+       "amdgpu_partition_memory": "NPS4"}
+
 # case -> (role, variables, the refusal expected in the output or None when the case must pass)
 CASES: dict[str, tuple[str, dict, str | None]] = {
     "drain-slurm-dash": ("node_drain", {"node_drain_method": "slurm", "node_drain_name": "-oops"},
@@ -66,6 +69,13 @@ CASES: dict[str, tuple[str, dict, str | None]] = {
     "mpi-from-quote": ("mpi_launcher", {"mpi_launcher_ssh_from": ['10.0.0.1",command="id']},
                        "mpi_launcher_ssh_from holds"),
     "mpi-ok": ("mpi_launcher", {"mpi_launcher_ssh_host": "10.9.8.7"}, None),
+    # issue 34: what counts GPUs follows the partition mode, and a mode the SKU does not run is refused
+    "env-visible-beyond": ("env_profiles", {"validation_gpu_count": 8, "env_profiles_rocr_visible_devices": "0,8"},
+                           "the login environment ROCR_VISIBLE_DEVICES=0,8: the node lists GPUs 0-7"),
+    "env-visible-cpx-ok": ("env_profiles", {**CPX, "env_profiles_rocr_visible_devices": "0,63"}, None),
+    "partition-spx-nps4": ("amdgpu_partition", {**CPX, "amdgpu_partition_compute": "SPX"},
+                           "amdgpu_partition refused before any change: mi300x cannot run SPX with NPS4"),
+    "partition-ok": ("amdgpu_partition", CPX, None),
 }
 
 
