@@ -198,8 +198,8 @@ def tuning_record(previous: Mapping[str, Any], plan: Mapping[str, Any], now: Map
     return record
 
 
-# The variables that pick GPUs by index (ROCm's GPU isolation page, docs/conceptual/gpu-isolation.md): ROCR for
-# all ROCm user space, HIP and CUDA for HIP, GPU_DEVICE_ORDINAL for ROCclr.
+# The variables that pick GPUs by index: ROCR for all ROCm user space, HIP and CUDA for HIP, GPU_DEVICE_ORDINAL
+# for ROCclr (https://rocm.docs.amd.com/en/latest/conceptual/gpu-isolation.html).
 VISIBLE_DEVICES = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
 
 

@@ -147,6 +147,11 @@ def slurm_gres_conf(paths: list[str], detect: str, gres_type: str = "") -> str:
     return slurm_gres.gres_conf(slurm_gres.render_nodes(paths), detect, gres_type)
 
 
+def partition_boot_script(compute: str, memory: str) -> str:
+    """The script rocm-fleet-partition.service runs at boot (validation/targets/partition_modes.py:boot_script)."""
+    return partition_modes.boot_script(str(compute).upper(), str(memory).upper())
+
+
 # --- node_tuning --------------------------------------------------------------------------------
 
 def cstates_absent(listing: str | dict, wanted: list) -> str:
@@ -248,6 +253,7 @@ class FilterModule:
             "packages_to_install": declared.packages_to_install,
             "partition_problems": partition_problems,
             "partition_plan": partition_plan,
+            "partition_boot_script": partition_boot_script,
             "listed_gpu_count": listed_gpu_count,
             "visible_devices_problems": visible_devices_problems,
             "slurm_gres_conf": slurm_gres_conf,

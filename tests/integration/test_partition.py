@@ -3,7 +3,8 @@ modes in its state file and takes only what the driver takes (tests/integration/
 with the modprobe stand-in as the driver's reload (standins/gpu_node/modprobe): converge to CPX/NPS4 (memory,
 reload, compute: changed), again (changed=0), back to SPX/NPS1 and again; the refusals before any change
 (a combination the SKU does not run, half a declaration, a SKU without partitions), a memory change without
-the reload allowed (nothing changed, the reason said), and a busy GPU (the tool's refusal, named).
+the reload allowed (the GPUs unchanged, the boot unit set for the next boot, the reason said), a busy GPU
+(the tool's refusal, named), and a reboot (the GPUs come up SPX/NPS1; the boot unit sets the declared modes).
 
 MOCK, said plainly: no AMD GPU exists here, so amd-smi and modprobe are stand-ins; the partition changes have
 never run on an AMD GPU in this project (docs/partition.md).
@@ -81,6 +82,23 @@ def test_converges_to_cpx_nps4_and_back_then_changes_nothing(node: tuple[Lab, Pa
         assert again.rc == 0 and again.changed() == 0, again.changed_tasks()
         seen.append(f"{compute}/{memory}: changed {first.changed()} in {first.seconds:.1f} s, then changed 0 in "
                     f"{again.seconds:.1f} s, {listed} GPUs listed")
+        if compute == "CPX":
+            # a reboot returns the GPUs to SPX/NPS1 (the stand-in does as AMD says); the boot unit sets them again
+            boot = lab.run(host, ["cat", "/proc/1/stat"]).stdout.split()[21]
+            lab.restart(host)
+            assert lab.run(host, ["cat", "/proc/1/stat"]).stdout.split()[21] != boot, "the host did not reboot"
+            unit = lab.ssh(host, ["systemctl is-active rocm-fleet-partition.service; "
+                                  "journalctl -b -u rocm-fleet-partition.service -o cat --no-pager"]).stdout
+            assert unit.startswith("active"), unit
+            assert "memory partition SPX/NPS1 -> NPS4, then an amdgpu reload" in unit, unit
+            assert modes(lab, host) == ("CPX", "NPS4", 64)
+            seen.append("rebooted: the GPUs came up SPX/NPS1, rocm-fleet-partition.service set CPX/NPS4: "
+                        + " | ".join(line for line in unit.splitlines()[1:] if line.startswith("rocm-fleet-partition")))
+    undeclared = converge(inventory, "", "")
+    assert undeclared.rc == 0 and undeclared.changed() >= 1, undeclared.output[-3000:]
+    assert lab.ssh(host, ["test -e /etc/systemd/system/rocm-fleet-partition.service"]).returncode != 0
+    assert modes(lab, host) == ("SPX", "NPS1", 8)                      # left as they were
+    assert converge(inventory, "", "").changed() == 0
     print("\n" + "\n".join(seen))
 
 
@@ -106,9 +124,15 @@ def test_a_memory_change_without_the_reload_allowed_changes_nothing_and_says_why
     before = modes(lab, host)
     run = converge(inventory, "CPX", "NPS4")
     said = " ".join(run.output.split())          # the yaml callback folds long messages
-    assert run.rc == 0 and run.changed() == 0, run.output[-3000:]
+    assert run.rc == 0, run.output[-3000:]
+    # only the boot unit's files change: the modes are set at the next boot, or now with the reload allowed
+    assert {t.split(" -> ")[0] for t in run.changed_tasks()} <= {
+        "amdgpu_partition : Write the script that sets the modes at boot",
+        "amdgpu_partition : Write its unit, ordered before slurmd",
+        "amdgpu_partition : Enable the unit for the next boot (not started now, the converge set the modes)"}, \
+        run.changed_tasks()
     assert "takes effect only after an amdgpu reload" in said, said[-3000:]
-    assert "amdgpu_partition_reload_ok=true" in said
+    assert "sets the modes at the next boot" in said and "amdgpu_partition_reload_ok=true" in said
     assert modes(lab, host) == before
 
 

@@ -18,7 +18,7 @@ Sources (every rule below is one of them):
 - Modes do not survive a reboot or a driver reload ("The GPU will always revert back to this default SPX
   mode when the system is rebooted or when the amdgpu driver is unloaded and reloaded",
   https://github.com/ROCm/amdgpu-docs/blob/4be74b14ed1d46af3a59127720d0f6760e52fac5/docs/gpu-partitioning/mi300x/overview.rst),
-  so the role applies them again at every boot.
+  so the role writes a unit that applies them again at every boot (boot_script).
 """
 
 from __future__ import annotations
@@ -93,4 +93,48 @@ def plan(current: Sequence[Mapping[str, str]], compute: str, memory: str) -> lis
     return steps
 
 
-__all__ = ["AUTO_COMPUTE", "PER_GPU", "SETTABLE", "Step", "logical_gpus", "plan", "problems"]
+BOOT_SCRIPT = """#!/bin/sh
+# Managed by rocm-fleet (roles/amdgpu_partition). Local changes are overwritten on the next run.
+# Sets the declared GPU partition modes at boot, before any GPU user (rocm-fleet-partition.service): a reboot
+# or a driver reload returns the GPUs to their default modes. The order is validation/targets/partition_modes.py's
+# plan(): memory first, then an amdgpu reload, then compute where the driver picked another on load.
+set -eu
+want_compute={compute}
+want_memory={memory}
+modes() {{
+  timeout 120 amd-smi static --partition | awk '
+    /(ACCELERATOR|COMPUTE)_PARTITION:/ {{ c = $2 }}
+    /MEMORY_PARTITION:/ {{ m = $2 }}
+    /PARTITION_ID: 0$/ {{ print c "/" m }}' | sort -u
+}}
+now=$(modes)
+if [ "$(printf '%s\\n' "$now" | cut -d/ -f2 | sort -u)" != "$want_memory" ]; then
+  echo "rocm-fleet-partition: memory partition ${{now:-unknown}} -> $want_memory, then an amdgpu reload"
+  echo Y | timeout 300 amd-smi set --memory-partition "$want_memory"
+  timeout 300 modprobe -r amdgpu
+  timeout 300 modprobe amdgpu
+  now=$(modes)
+fi
+if [ "$(printf '%s\\n' "$now" | cut -d/ -f1 | sort -u)" != "$want_compute" ]; then
+  echo "rocm-fleet-partition: compute partition ${{now:-unknown}} -> $want_compute"
+  timeout 300 amd-smi set --gpu all --compute-partition "$want_compute"
+  now=$(modes)
+fi
+if [ "$now" != "$want_compute/$want_memory" ]; then
+  echo "rocm-fleet-partition: the GPUs run ${{now:-unknown}}, declared $want_compute/$want_memory" >&2
+  exit 1
+fi
+echo "rocm-fleet-partition: the GPUs run $want_compute/$want_memory"
+"""
+
+
+def boot_script(compute: str, memory: str) -> str:
+    """The script rocm-fleet-partition.service runs at boot: plan()'s order for the declared modes, from whatever
+    the GPUs came up in. Refuses modes that are not modes (they reach a shell script)."""
+    if compute not in COMPUTE_MODES or memory not in MEMORY_MODES:
+        raise ValueError(f"{compute!r}/{memory!r} is not a compute/memory partition mode")
+    return BOOT_SCRIPT.format(compute=compute, memory=memory)
+
+
+__all__ = ["AUTO_COMPUTE", "BOOT_SCRIPT", "PER_GPU", "SETTABLE", "Step", "boot_script", "logical_gpus", "plan",
+           "problems"]

@@ -47,7 +47,10 @@ Interface (for the lab tests and the remediation playbook's lab proof):
                           (since ROCm 7.0 amd-smi no longer reloads the driver itself) and picks the compute mode
                           from it (NPS1 SPX, NPS2 DPX, NPS4 CPX), as aqua_vanjaram.c does
     busy                  true: every `set` fails with AMDSMI_STATUS_BUSY, as with a process on a GPU
-                          (a reboot, which returns a real GPU to its default modes, is not modelled)
+    partition_boot        the boot the modes were set in ("<boot_id> <PID 1's start time>", as `boot` below): on
+                          a later boot the stand-in returns them to SPX/NPS1 ("The GPU will always revert back to
+                          this default SPX mode when the system is rebooted", amdgpu-docs; NPS1 too is the
+                          pessimistic reading of what AMD does not say), as a real GPU comes up after a reboot
   `static --partition` prints tests/fixtures/real/amd-smi/mi300x-x8-amdgpu-docs-quick-start-static-partition-
   cpx-nps1-6.4.0.txt's layout for 8 GPUs times the partitions of the compute mode. `set --gpu all
   --compute-partition M` (or -C) accepts the driver's combinations only (SPX NPS1, DPX NPS1/NPS2, QPX
@@ -98,6 +101,11 @@ def load_state() -> dict:
     except (OSError, ValueError):
         return {}
     boot = current_boot()
+    if boot and state.get("partition_boot") not in (None, boot):
+        state.update(compute_partition="SPX", memory_partition="NPS1", partition_boot=boot)
+        state.pop("pending_memory", None)
+        path.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+        sync_render_nodes(state)
     if state.get("transient") and boot and state.get("boot") != boot:
         if state.get("boot") is not None:
             state = {k: v for k, v in state.items() if k not in FAULTS}  # a new boot: transient faults are gone
@@ -209,6 +217,7 @@ NPS_WARNING = """
 
 
 def save(state: dict) -> None:
+    state["partition_boot"] = current_boot()
     path = Path(os.environ.get("AMD_SMI_STANDIN_STATE", STATE))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")

@@ -180,3 +180,39 @@ def test_visible_device_lists_must_name_gpus_the_mode_lists() -> None:
                     "profile rccl-half ROCR_VISIBLE_DEVICES=4,5,6,7,8,9: the node lists GPUs 0-7 (validation_gpu_count "
                     "as its partition mode makes it), not 8, 9"]
     assert problems({"ROCR_VISIBLE_DEVICES": "GPU-4f2a,12"}, {}, 0) == []               # no count declared
+
+
+MODES = [(c, m) for c, ms in partition_modes.SETTABLE["mi300x"].items() for m in ms]
+
+
+@pytest.mark.parametrize("start", MODES)
+def test_the_boot_script_reaches_every_declared_mode_in_plans_order(tmp_path: Path, start: tuple[str, str]) -> None:
+    """rocm-fleet-partition.service's script, run for real (sh) against the amd-smi and modprobe stand-ins from each
+    mode the GPUs may come up in, to each mode that may be declared: it ends in the declared mode with the steps
+    plan() gives, in its order (MOCK: the stand-ins, no AMD GPU here)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "amd-smi").write_text(f"#!/bin/sh\nexec {sys.executable} {STANDIN} \"$@\"\n")
+    (bin_dir / "modprobe").write_bytes((STANDIN.parent / "gpu_node" / "modprobe").read_bytes())
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "AMD_SMI_STANDIN_STATE": str(tmp_path / "amd-smi.json"), "AMD_SMI_STANDIN_DRI": str(tmp_path / "none")}
+    for wanted in MODES:
+        (tmp_path / "amd-smi.json").write_text(json.dumps({"compute_partition": start[0],
+                                                           "memory_partition": start[1]}))
+        steps = partition_modes.plan([{"compute": start[0], "memory": start[1]}], *wanted)
+        script = tmp_path / "rocm-fleet-partition"
+        script.write_text(partition_modes.boot_script(*wanted))
+        run = subprocess.run(["sh", str(script)], capture_output=True, text=True, timeout=60, env=env, check=False)
+        assert run.returncode == 0, (start, wanted, run.stdout, run.stderr)
+        state = json.loads((tmp_path / "amd-smi.json").read_text())
+        assert (state["compute_partition"], state["memory_partition"]) == wanted
+        said = [line.split(": ", 1)[1].split(" partition")[0] for line in run.stdout.splitlines()
+                if " partition " in line and "->" in line]
+        assert said == [s.kind for s in steps], (start, wanted, run.stdout)
+
+
+def test_the_boot_script_refuses_what_is_not_a_mode() -> None:
+    with pytest.raises(ValueError, match="is not a compute/memory partition mode"):
+        partition_modes.boot_script("CPX; reboot", "NPS4")
