@@ -150,6 +150,8 @@ NO_PROFILE_OR_REFUSED = {
     ],
     "amd-smi": [
         "unknown-amdsmi-changelog-6.1.0-metric-P-pcie-l0-recovery-1.txt",     # unknown GPU (PCIe Gen4): no SKU
+        # CPX/NPS1: the mi300x profile has no target set for that mode (SPX/NPS1, DPX/NPS2, CPX/NPS4); an excerpt
+        "mi300x-x8-amdgpu-docs-quick-start-static-partition-cpx-nps1-6.4.0.txt",
         "mi210-device-metrics-exporter-test-static-json-gpu-data.txt",
         "mi300a-amdsmi-cli-readme-static.txt",
         "mi300a-x4-rocm-issue4411-process-none-6.3.1.txt",
