@@ -5,7 +5,6 @@ which prints the same layout for any mode (tests/integration/standins/amd_smi_st
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from role_filters import filters
 
 from validation import parsers, spec
 from validation.targets import partition_modes
@@ -21,14 +21,6 @@ ROOT = Path(__file__).resolve().parents[3]
 REAL = (ROOT / "tests" / "fixtures" / "real" / "amd-smi"
         / "mi300x-x8-amdgpu-docs-quick-start-static-partition-cpx-nps1-6.4.0.txt")
 STANDIN = ROOT / "tests" / "integration" / "standins" / "amd_smi_standin.py"
-
-
-def filters() -> dict:
-    found = importlib.util.spec_from_file_location("rocm_fleet_filters", ROOT / "plugins" / "filter" / "rocm_fleet.py")
-    assert found and found.loader
-    module = importlib.util.module_from_spec(found)
-    found.loader.exec_module(module)
-    return module.FilterModule().filters()
 
 
 def standin_view(tmp: Path, compute: str, memory: str) -> str:

@@ -4,11 +4,11 @@ check that proves Slurm took it (validation/checks/test_scheduler.py), on real `
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from role_filters import filters
 
 from validation import slurm_gres, spec
 from validation.checks import test_scheduler
@@ -24,14 +24,6 @@ NodeName=lab-1 NodeAddr=127.0.0.1 Port=17881 CPUs=2 State=UNKNOWN
 NodeName=lab-2 NodeAddr=127.0.0.1 Port=17882 CPUs=2 State=UNKNOWN
 PartitionName=lab Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
-
-
-def filters() -> dict:
-    found = importlib.util.spec_from_file_location("rocm_fleet_filters", ROOT / "plugins" / "filter" / "rocm_fleet.py")
-    assert found and found.loader
-    module = importlib.util.module_from_spec(found)
-    found.loader.exec_module(module)
-    return module.FilterModule().filters()
 
 
 @pytest.mark.parametrize(("fixture", "gpus"), [
