@@ -60,8 +60,7 @@ def slurm_conf_with_gres(text: str, gres: Mapping[str, str]) -> str:
         if not m or line.lstrip().startswith("#"):
             continue
         names = m.group("names")
-        wanted = [n for n in gres if n == names]
-        if not wanted:
+        if names not in gres:
             covered = [n for n in gres if n in names.split(",") or ("[" in names and n.startswith(names.split("[")[0]))]
             if covered:
                 raise RocmFleetError(f"slurm.conf defines {', '.join(covered)} on one line with other nodes "

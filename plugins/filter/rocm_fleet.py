@@ -100,7 +100,7 @@ def partition_plan(static_partition: str, compute: str, memory: str) -> dict[str
     if getattr(record, "truncated", False):
         return {"current": [], "steps": [], "problem": "amd-smi static --partition output is cut short"}
     current = [{"gpu": g.index, "compute": g.compute_partition or "", "memory": g.memory_partition or ""}
-               for g in record.gpus if g.partition_id in (0, None) and (g.compute_partition or g.memory_partition)]
+               for g in record.partition_primaries]
     if not current:
         return {"current": [], "steps": [], "problem": "amd-smi static --partition lists no GPU with a partition mode"}
     steps = partition_modes.plan(current, str(compute or "").upper(), str(memory or "").upper())

@@ -146,7 +146,7 @@ def test_gpus_run_the_declared_partition_modes(host: Any, amd_gpus: int, spec: d
         record = parsers.parse("amd-smi", out.stdout)
     except ParseError as exc:
         raise CheckFailure("RF-TOOL-FAILED", f"amd-smi static --partition output not understood: {exc}") from exc
-    primaries = [g for g in record.gpus if g.partition_id in (0, None) and (g.compute_partition or g.memory_partition)]
+    primaries = record.partition_primaries
     expect(bool(primaries), "RF-NOT-REPORTED", "amd-smi static --partition shows no GPU's partition modes")
     wrong = [f"gpu{g.index} runs {g.compute_partition}/{g.memory_partition}" for g in primaries
              if (str(g.compute_partition).upper(), str(g.memory_partition).upper()) != (compute, memory)]

@@ -142,6 +142,13 @@ class AmdSmiRecord:
     truncated: bool
     processes: tuple[GpuProcess, ...] = ()  # process, monitor -q/--process, default view, process --json
 
+    @property
+    def partition_primaries(self) -> tuple[Gpu, ...]:
+        """The GPUs that print partition modes: each physical GPU's primary partition (`static --partition`'s
+        PARTITION_ID 0, or a view without partition ids); the secondaries print N/A."""
+        return tuple(g for g in self.gpus
+                     if g.partition_id in (0, None) and (g.compute_partition or g.memory_partition))
+
 
 def parse(text: str) -> AmdSmiRecord:
     """Parse any supported amd-smi view; raises ParseError on anything else."""
