@@ -124,7 +124,8 @@ def test_rolling_upgrade_stops_at_the_failure_budget_and_leaves_the_failing_host
         "rocm_fleet_upgrade_serial": [1, 2, 1], "rocm_fleet_upgrade_max_fail_percentage": 25,
         "node_drain_method": "command",
         "node_drain_command": ["sh", "-c", f"echo drain {{{{ inventory_hostname }}}} >> {hooks}"],
-        "node_drain_undrain_command": ["sh", "-c", f"echo undrain {{{{ inventory_hostname }}}} >> {hooks}"]},
+        "node_drain_undrain_command": ["sh", "-c", f"echo undrain {{{{ inventory_hostname }}}} >> {hooks}"],
+        "node_drain_idle_command": ["true"]},
         timeout_s=2400)
     assert upgrade.rc != 0, upgrade.output[-5000:]
     calls = hooks.read_text().splitlines()
@@ -173,7 +174,8 @@ def test_an_install_failure_leaves_that_host_drained_and_recorded_while_its_batc
             **NEW, "rocm_fleet_run_name": run_id, "rocm_fleet_upgrade_serial": 2,
             "node_drain_method": "command",
             "node_drain_command": ["sh", "-c", f"echo drain {{{{ inventory_hostname }}}} >> {hooks}"],
-            "node_drain_undrain_command": ["sh", "-c", f"echo undrain {{{{ inventory_hostname }}}} >> {hooks}"]},
+            "node_drain_undrain_command": ["sh", "-c", f"echo undrain {{{{ inventory_hostname }}}} >> {hooks}"],
+            "node_drain_idle_command": ["true"]},
             timeout_s=2400)
     finally:
         fleet.run(h4, ["rm", "-f", hook])

@@ -298,18 +298,57 @@ def drained_for_aer_and_held(the_lab: Lab, host: str, planted: float) -> float:
     return drained_after
 
 
-def test_a_transient_pcie_aer_fatal_error_is_drained_at_once_rebooted_away_and_resumed(
+def started_at(the_lab: Lab, host: str) -> float:
+    """When the host's PID 1 started, in seconds since the epoch (the lab's reboot restarts it)."""
+    btime = next(int(line.split()[1]) for line in sh(the_lab, host, "cat /proc/stat").stdout.splitlines()
+                 if line.startswith("btime "))
+    ticks = int(sh(the_lab, host, "getconf CLK_TCK").stdout)
+    return btime + int(boot_of(the_lab, host)) / ticks
+
+
+def test_a_transient_pcie_aer_fatal_error_mid_job_waits_for_the_job_then_is_rebooted_away_and_resumed(
         lab: tuple[Lab, Path], aer_node: str) -> None:
+    """Issue 39: the health mode drains a node mid-job (a fatal code drains at once, whatever runs there)
+    and a drain lets the job finish (State=MIXED+DRAIN); at d11d023 remediate.yml rebooted it under the
+    job. A real sbatch job runs on the node: the first run leaves it with one line, the second waits for the
+    job to end and only then reboots it."""
     the_lab, inventory = lab
-    host = aer_node
-    planted = inject_aer(the_lab, host, "transient")       # under /run: the reboot's fresh tmpfs clears it
-    drained_after = drained_for_aer_and_held(the_lab, host, planted)
-    boot = boot_of(the_lab, host)
-    started = time.monotonic()
-    run = remediate(inventory, "rfrem-aer-transient", rocm_fleet_remediate_max_attempts=2)
-    took = time.monotonic() - started
-    assert run.rc == 0, run.output[-5000:]
-    assert boot_of(the_lab, host) != boot, "PID 1 has the same start time: the node did not reboot"
+    host, submit = aer_node, HOSTS[0]
+    sh(the_lab, host, "rm -f /var/tmp/rfrem-job-end")
+    job = sh(the_lab, submit, shlex.join(["sbatch", "--parsable", f"--nodelist={host}", "--time=5",
+                                          "--job-name=user-job", "--output=/dev/null", "--wrap",
+                                          "sleep 100; date +%s.%N > /var/tmp/rfrem-job-end"])).stdout.strip()
+    try:
+        wait_for(f"job {job} running on {host}",
+                 lambda: node_state(the_lab, host)[0].startswith(("ALLOCATED", "MIXED")), timeout_s=60, every_s=1)
+        planted = inject_aer(the_lab, host, "transient")   # under /run: the reboot's fresh tmpfs clears it
+        drained_after = drained_for_aer_and_held(the_lab, host, planted)
+        state, _ = node_state(the_lab, host)
+        assert "DRAIN" in state and state.split("+")[0] in ("ALLOCATED", "MIXED"), state   # draining, the job on
+        boot = boot_of(the_lab, host)
+        skipped = remediate(inventory, "rfrem-aer-busy", rocm_fleet_remediate_max_attempts=2)
+        assert skipped.rc == 0, skipped.output[-5000:]
+        assert boot_of(the_lab, host) == boot, "the node was rebooted under a running job"
+        assert f"{host}: not remediated now: Slurm shows it " in skipped.output, skipped.output[-4000:]
+        busy = record_of("rfrem-aer-busy", host)
+        assert busy["action"] == "busy" and not busy["rebooted"], busy
+        assert busy["plan"]["why"].endswith(f"1 job(s) run there: {job} (root, RUNNING): not rebooted while a job "
+                                            "runs"), busy["plan"]
+        assert node_state(the_lab, host)[1] == AER_REASON                 # left to the next run, unchanged
+        squeue = sh(the_lab, submit, shlex.join(["squeue", "--noheader", "--format=%A|%T|%u", f"--jobs={job}"]))
+        assert squeue.stdout.strip() == f"{job}|RUNNING|root", squeue.stdout
+
+        started = time.monotonic()
+        run = remediate(inventory, "rfrem-aer-transient", rocm_fleet_remediate_max_attempts=2,
+                        rocm_fleet_remediate_job_wait_seconds=240, rocm_fleet_remediate_job_poll_seconds=5)
+        took = time.monotonic() - started
+        assert run.rc == 0, run.output[-5000:]
+        assert boot_of(the_lab, host) != boot, "PID 1 has the same start time: the node did not reboot"
+        ended = float(sh(the_lab, host, "cat /var/tmp/rfrem-job-end").stdout)   # the job ran to its end
+        rebooted = started_at(the_lab, host)
+        assert rebooted >= ended - 1, f"rebooted at {rebooted:.1f}, the job ended at {ended:.1f}"
+    finally:
+        sh(the_lab, submit, shlex.join(["scancel", job]))
     assert sh(the_lab, host, "test -e /run/rocm-fleet-standin/dmesg.json").returncode != 0, "/run kept the injection"
     assert AER_LINE not in sh(the_lab, host, "timeout 30 dmesg").stdout
     state, reason = node_state(the_lab, host)
@@ -323,8 +362,10 @@ def test_a_transient_pcie_aer_fatal_error_is_drained_at_once_rebooted_away_and_r
     time.sleep(INTERVAL * 1.5)                 # the health mode, in service again, forgot the hold: no drain
     state, reason = node_state(the_lab, host)
     assert "DRAIN" not in state, (state, reason)
-    print(f"\ntransient PCIe AER fatal on {host}: drained by the health mode after {drained_after:.0f}"
-          f" s (held through two passing runs); remediate.yml {took:.0f} s: " + phases(record) + "; resumed")
+    print(f"\ntransient PCIe AER fatal mid-job on {host}: drained by the health mode after {drained_after:.0f}"
+          f" s (held through two passing runs); remediate.yml skipped it while job {job} ran, then waited for the "
+          f"job ({rebooted - ended:.0f} s from its end to the reboot); remediate.yml {took:.0f} s: "
+          + phases(record) + "; resumed")
 
 
 def test_a_recurring_pcie_aer_fatal_error_gets_one_reboot_then_is_held_with_the_line_in_its_bundle(

@@ -87,7 +87,7 @@ def hook_vars(log: Path, *, undrain: list[str] | None = None) -> dict:
         return ["sh", "-c", f"echo {word} {{{{ inventory_hostname }}}} >> {log}"]
 
     return {"node_drain_method": "command", "node_drain_command": hook("drain"),
-            "node_drain_undrain_command": undrain or hook("undrain")}
+            "node_drain_undrain_command": undrain or hook("undrain"), "node_drain_idle_command": ["true"]}
 
 
 def install_standin(lab: Lab, host: str) -> None:

@@ -33,6 +33,7 @@ import pytest
 import yaml
 from ansible_run import ROOT, PlaybookRun, run_playbook
 from cluster_lab import MIRROR_LIST, cli, cluster_inventory, leftovers, mirror_only_play
+from waiting import wait_for
 
 from validation import recap
 from validation.lab import Lab, default_lab_name
@@ -168,6 +169,47 @@ def test_node_drain_takes_a_node_out_of_slurm_and_puts_it_back(cluster, tmp_path
     print(f"after RESUME: {seen[0]!r}, then {seen[-1]!r} after {len(seen) - 1} polls")
     assert lab.ssh(controller, [shlex.join(["srun", "--nodelist", node, "hostname"])]).stdout.strip() == node
     assert lab.ssh(node, ["test", "-e", "/var/lib/rocm-fleet/drain.json"]).returncode != 0
+
+
+def test_node_drain_waits_for_the_jobs_a_drain_lets_finish_and_names_them_when_they_do_not(cluster, tmp_path) -> None:
+    """Issue 39: a Slurm drain stops new jobs but lets running ones finish (State=MIXED+DRAIN); upgrade.yml
+    then validated, upgraded and rebooted under them. node_drain now waits for them: with no wait the node
+    fails naming the job (and stays drained); with a wait the drain ends only after the job did."""
+    lab, inventory, _ = cluster
+    node, controller = HOSTS[1], HOSTS[0]
+
+    def drain(wait: int) -> PlaybookRun:
+        book = tmp_path / f"drain-{wait}.yml"
+        book.write_text(yaml.safe_dump([{
+            "name": "node_drain", "hosts": node, "become": True, "gather_facts": False,
+            "tasks": [{"name": "Run node_drain", "ansible.builtin.include_role": {
+                "name": "node_drain", "tasks_from": "drain.yml"}}]}], sort_keys=False))
+        return run_playbook(inventory, book, "-e", json.dumps({
+            "node_drain_method": "slurm", "node_drain_delegate_to": controller, "node_drain_job_poll_seconds": 2,
+            "node_drain_job_wait_seconds": wait, "node_drain_reason": "rocm-fleet test: ROCm upgrade"}))
+
+    lab.ssh(node, ["rm -f /var/tmp/rfslm-job-end"])
+    job = lab.ssh(controller, [shlex.join(["sbatch", "--parsable", f"--nodelist={node}", "--time=2",
+                                           "--output=/dev/null", "--wrap",
+                                           "sleep 25; date +%s.%N > /var/tmp/rfslm-job-end"])]).stdout.strip()
+    try:
+        wait_for(f"job {job} running", lambda: lab.ssh(controller, [shlex.join(
+            ["squeue", "--noheader", "--format=%T", f"--jobs={job}"])]).stdout.strip() == "RUNNING",
+            timeout_s=60, every_s=1)
+        at_once = drain(0)
+        assert at_once.rc != 0, at_once.output[-3000:]
+        assert f"{node} is drained but Slurm shows it " in at_once.output, at_once.output[-3000:]
+        assert f"{job} (root, RUNNING)" in " ".join(at_once.output.split()), at_once.output[-3000:]
+        waited = drain(120)
+        assert waited.rc == 0, waited.output[-3000:]
+        ended = lab.ssh(node, ["cat /var/tmp/rfslm-job-end"])
+        assert ended.returncode == 0, "the drain ended before the job did"
+        print(f"drain with a 25 s job: no wait failed naming job {job}; a 120 s wait ended {waited.seconds:.0f} s "
+              "later, after the job")
+    finally:
+        lab.ssh(controller, [shlex.join(["scancel", job])])
+        lab.ssh(controller, [shlex.join(["scontrol", "update", f"NodeName={node}", "State=RESUME"])])
+        lab.ssh(node, ["rm -f /var/lib/rocm-fleet/drain.json"])
 
 
 STANDINS = ROOT / "tests" / "integration" / "standins"

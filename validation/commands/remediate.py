@@ -9,14 +9,20 @@ validation/remediate.py, from the failure codes in its reason and the attempts i
 - hold: the reason becomes "rocm-fleet: needs physical action: RF-... (why)"; the playbook then
   collects a support bundle. The health mode never resumes a node held so.
 Any other node (not drained, drained by an administrator, already held) is skipped and left as it is.
+A node of ours on which a job still runs (the health mode drains mid-job; a drain lets running jobs
+finish) is "busy": nothing is changed, and the playbook asks again until the jobs end or its wait is
+over (validation/occupancy.py: the node's allocation and every user's jobs in squeue).
 
 `end` takes the verdict after the reboot (--passed or --failed, with the failing results documents) and
-resumes the node, holds it for physical action, or puts the health mode's reason back for a later try
-("retry"); only while the reason is still the one `begin` set.
+resumes the node, holds it for physical action, or leaves it drained for the next run ("retry", reason
+"rocm-fleet remediate: RF-... (attempt n/K failed; ...)", which the health mode never resumes: only a
+remediation run that passes both the health mode and the tiers puts the node back); only while the
+reason is still the one `begin` set.
 
 The record (--record, default /var/lib/rocm-fleet/remediate.json) survives reboots and holds every
-attempt and the drain history. Prints one JSON document with --json. Exit 0 when the node is in service
-or was skipped, 1 when it stays drained (reboot planned, held, retry), 2 when no decision was possible.
+attempt and the drain history. Prints one JSON document with --json. Exit 0 when the node is in service,
+was skipped or is busy (nothing changed), 1 when it stays drained (reboot planned, held, retry), 2 when no
+decision was possible.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from validation import remediate, slurm
+from validation import occupancy, remediate, slurm
 from validation.errors import RocmFleetError
 from validation.records import FAILING
 
@@ -80,6 +86,16 @@ def slurm_state(node: str) -> slurm.SlurmNode:
     return slurm.parse_show_node(shown.stdout, node)
 
 
+def occupied(node: str) -> str | None:
+    """Why no reboot may start now (None: no job runs there), read fresh from Slurm."""
+    probe = occupancy.probe_argv("slurm", node)
+    try:
+        done = _run(probe)
+    except subprocess.TimeoutExpired:
+        return occupancy.why_occupied("slurm", node, None, "", "scontrol or squeue did not answer in 30 s")
+    return occupancy.why_occupied("slurm", node, done.returncode, done.stdout, done.stderr) or None
+
+
 def failing_codes(paths: list[Path]) -> tuple[str, ...]:
     """The codes of the failing checks in results documents (a missing document adds RF-NODE-NO-RESULTS)."""
     codes: list[str] = []
@@ -105,6 +121,9 @@ def begin(args: argparse.Namespace, node: str, now: dt.datetime) -> dict[str, An
         return {"action": "skip", "why": f"already held: {state.reason}"}
     if not (state.drained_by_health or state.drained_by_remediation):
         return {"action": "skip", "why": f"drained by someone else ({state.reason}): left alone"}
+    busy = occupied(node)
+    if busy:
+        return {"action": "busy", "why": f"{busy}: not rebooted while a job runs", "was": state.reason}
     doc = remediate.load(args.record, node)
     attempts = [dataclasses.replace(a, result="interrupted") if a.result == "pending" else a
                 for a in remediate.attempts_of(doc)]
@@ -156,7 +175,10 @@ def end(args: argparse.Namespace, node: str, now: dt.datetime) -> dict[str, Any]
     elif plan.action == "hold":
         argv = slurm.reason_argv(node, slurm.PHYSICAL_PREFIX, f"{_codes_text(plan.codes)} ({plan.why})")
     else:
-        argv = slurm.reason_argv(node, slurm.REASON_PREFIX, f"{_codes_text(plan.codes)} (remediation {shown} failed)")
+        # remediation's own prefix: the health mode must not resume a node that failed after its reboot
+        # (slurm.decide resumes only its own drains); the next remediation run takes it up again
+        argv = slurm.reason_argv(node, slurm.REMEDIATE_PREFIX,
+                                 f"{_codes_text(plan.codes)} ({shown} failed; the next run tries again)")
     reason = "" if argv is None or plan.action == "resume" else argv[-1].removeprefix("Reason=")
     doc = remediate.with_event(remediate.with_attempts(doc, attempts), now,
                                {"resume": "resumed", "hold": "held", "retry": "retry"}.get(out["action"], "left"),
@@ -179,4 +201,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
     else:
         print(f"remediate {args.step} {node}: {summary['action']}: {summary['why']}")
-    return 0 if summary["action"] in ("skip", "resume") else 1
+    return 0 if summary["action"] in ("skip", "busy", "resume") else 1

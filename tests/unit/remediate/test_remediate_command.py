@@ -1,53 +1,23 @@
-"""`rocm-fleet remediate begin|end` against a stand-in scontrol (the real Slurm 24.11 is in
-tests/integration/test_remediate.py): the stand-in keeps one node's state and reason in a JSON file,
-prints it the way `scontrol --oneliner show node` does and logs every update's argv."""
+"""`rocm-fleet remediate begin|end` against the stand-in scontrol and squeue of tests/helpers/slurm_standin.py
+(a real `scontrol show node` output with the node's state, reason and CPUs allocated put in; the real Slurm
+24.11 is in tests/integration/test_remediate.py)."""
 
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
+import slurm_standin
 
+from validation import slurm as slurm_mod
 from validation.cli import main
-
-SCONTROL = textwrap.dedent("""\
-    #!/usr/bin/env python3
-    import json, os, sys
-    path = os.environ["FAKE_SLURM"]
-    node = json.load(open(path))
-    args = sys.argv[1:]
-    if "show" in args:
-        reason = f" Reason={node['reason']} [root@2026-12-06T12:00:00]" if node["reason"] else ""
-        print(f"NodeName={args[-1]} Arch=x86_64 State={node['state']} Partitions=lab{reason}")
-        sys.exit(0)
-    node.setdefault("updates", []).append(args)
-    if "State=RESUME" in args:
-        node["state"], node["reason"] = "IDLE", ""
-    else:
-        node["state"] = "IDLE+DRAIN"
-        node["reason"] = next(a for a in args if a.startswith("Reason=")).removeprefix("Reason=")
-    json.dump(node, open(path, "w"))
-    """)
 
 
 @pytest.fixture
 def slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "scontrol").write_text(SCONTROL)
-    (bin_dir / "scontrol").chmod(0o755)
-    state = tmp_path / "slurm.json"
-    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
-    monkeypatch.setenv("FAKE_SLURM", str(state))
-
-    def set_node(state_text: str, reason: str) -> None:
-        state.write_text(json.dumps({"state": state_text, "reason": reason}))
-
-    def node() -> dict:
-        return json.loads(state.read_text())
-    return set_node, node
+    standin = slurm_standin.install(tmp_path, monkeypatch)
+    return standin.set_node, standin.node
 
 
 def step(capsys: pytest.CaptureFixture[str], record: Path, *argv: str, k: int = 2,
@@ -85,7 +55,7 @@ def test_an_administrators_drain_and_a_held_node_are_skipped_untouched(
         set_node("IDLE+DRAIN", reason)
         code, out = step(capsys, record, "begin")
         assert (code, out["action"]) == (0, "skip") and reason in out["why"]
-        assert "updates" not in node() and not record.exists()
+        assert node()["updates"] == [] and not record.exists()
 
 
 def test_a_failed_last_attempt_holds_the_node_with_the_codes_still_failing(
@@ -108,15 +78,53 @@ def test_a_failed_last_attempt_holds_the_node_with_the_codes_still_failing(
     assert [e["event"] for e in saved["events"]] == ["remediating", "held"]
 
 
-def test_a_failed_attempt_with_attempts_left_gives_the_node_back_to_the_health_mode(
+def test_a_failed_attempt_with_attempts_left_stays_drained_for_the_next_remediation_run(
         slurm, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 39 item 3: at d11d023 the retry reason carried the health mode's own prefix, so the next
+    passing health run resumed a node that had just failed the quick tier after its reboot."""
     set_node, node = slurm
     set_node("IDLE+DRAIN", "rocm-fleet health: RF-GPU-THROTTLED")
     record = tmp_path / "remediate.json"
     step(capsys, record, "begin")
     code, out = step(capsys, record, "end", "--failed")
     assert (code, out["action"]) == (1, "retry")
-    assert node()["reason"] == "rocm-fleet health: RF-GPU-THROTTLED (remediation attempt 1/2 failed)"
+    reason = node()["reason"]
+    assert reason == "rocm-fleet remediate: RF-GPU-THROTTLED (attempt 1/2 failed; the next run tries again)"
+    shown = slurm_mod.parse_show_node(f"NodeName=n1 State=IDLE+DRAIN Reason={reason} [root@x]", "n1")
+    assert slurm_mod.decide("resume", shown, "") is None        # a passing health run leaves it drained
+    assert slurm_mod.decide("drain", shown, "RF-GPU-THROTTLED") is None
+    _, again = step(capsys, record, "begin", run="run2")          # the next remediation run takes it up
+    assert (again["action"], again["attempt"], again["codes"]) == ("reboot", 2, ["RF-GPU-THROTTLED"])
+
+
+@pytest.mark.parametrize(("state", "jobs", "cpus", "said"), [
+    # the issue's case: a health-mode drain while a job runs (sinfo: draining)
+    ("MIXED+DRAIN", (), 96, "Slurm shows it DRAIN+MIXED"),
+    ("ALLOCATED+DRAIN", ("4711|RUNNING|alice",), 192, "1 job(s) run there: 4711 (alice, RUNNING)"),
+    ("IDLE+DRAIN", ("4712|COMPLETING|bob",), 0, "4712 (bob, COMPLETING)"),       # its epilog still runs
+    ("IDLE+DRAIN", ("4713|SUSPENDED|carol",), 0, "4713 (carol, SUSPENDED)"),     # it holds the node's memory
+    ("COMPLETING+DRAIN", (), 0, "Slurm shows it COMPLETING+DRAIN"),
+])
+def test_a_node_on_which_a_job_runs_is_not_rebooted_and_nothing_changes(
+        slurm, tmp_path: Path, capsys: pytest.CaptureFixture[str], state: str, jobs: tuple[str, ...], cpus: int,
+        said: str) -> None:
+    """Issue 39 item 1: at d11d023 `begin` answered reboot for State=MIXED+DRAIN (a drain is not idle)."""
+    set_node, node = slurm
+    set_node(state, "rocm-fleet health: RF-PCIE-AER failed 3 consecutive runs", jobs, cpus)
+    record = tmp_path / "rec.json"
+    code, out = step(capsys, record, "begin", run="r1")
+    assert (code, out["action"]) == (0, "busy"), out
+    assert said in out["why"] and out["why"].endswith("not rebooted while a job runs")
+    assert node()["updates"] == [] and not record.exists()
+
+
+def test_a_node_whose_jobs_cannot_be_read_counts_as_busy(
+        slurm, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    set_node, _ = slurm
+    set_node("IDLE+DRAIN", "rocm-fleet health: RF-GPU-BUSY", ("not a squeue line",))
+    code, out = step(capsys, tmp_path / "rec.json", "begin")
+    assert (code, out["action"]) == (0, "busy")
+    assert "cannot tell whether a job runs on n1" in out["why"] and "not JOBID|STATE|USER" in out["why"]
 
 
 def test_an_attempt_cut_short_counts_and_its_reason_is_taken_up_again(
@@ -139,7 +147,7 @@ def test_a_node_resumed_by_someone_else_meanwhile_is_left_alone(
     step(capsys, record, "begin")
     set_node("IDLE+DRAIN", "rack power work")
     _, out = step(capsys, record, "end", "--failed")
-    assert out["action"] == "left" and "updates" not in node() and node()["reason"] == "rack power work"
+    assert out["action"] == "left" and node()["updates"] == [] and node()["reason"] == "rack power work"
 
 
 @pytest.mark.parametrize("bad", [["--max-attempts", "0"], ["--window-hours", "0"]])
@@ -152,4 +160,4 @@ def test_limits_that_cannot_work_are_one_line_and_exit_2(bad: list[str], slurm, 
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("rocm-fleet: error: ") and "rocm_fleet_remediate_" in err[0]
-    assert "updates" not in node()
+    assert node()["updates"] == []
