@@ -17,12 +17,14 @@ inventory merges them, its groups, and a local connection in place of the contro
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import hashlib
 import importlib.metadata
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -36,10 +38,12 @@ from validation.multinode.inventory import ansible_inventory_sources
 from validation.wheelhouse import DIGEST_FILE, SOURCE_DATE_EPOCH, build_once
 
 CHECKOUT = "rocm-fleet-checkout.tar.gz"
-# Reaching the node from the controller; on the node the connection is local.
-CONNECTION_VARS = ("ansible_host", "ansible_port", "ansible_user", "ansible_password", "ansible_connection",
-                   "ansible_ssh_", "ansible_private_key_file", "ansible_become_password", "ansible_become_pass",
-                   "ansible_python_interpreter")
+# A become plugin's option that holds a secret (sudo's, su's, runas's become_pass), by its option name.
+SECRET_OPTION = re.compile(r"pass|secret|token|key|cert", re.IGNORECASE)
+# What no plugin of ansible-core names (a collection's connection plugin: ansible_httpapi_pass,
+# ansible_netconf_password, ...): an Ansible variable whose name says it holds a secret. The node's own
+# variables (a role's mirror token) are its business and reach it.
+UNNAMED_SECRET = re.compile(r"^ansible_\w*(pass|secret|token|private_key|credential)", re.IGNORECASE)
 
 
 class PullError(RocmFleetError):
@@ -123,6 +127,39 @@ def ensure(root: Path, base: Path) -> tuple[Path, bool]:
                       complete)
 
 
+@functools.cache
+def controller_variables() -> frozenset[str]:
+    """The variables through which the controller reaches a node or becomes root there, as ansible-core's own
+    plugins document them (each option's `vars:`, aliases included): every variable of every connection plugin
+    but those the local connection reads too, and the secret options of every become plugin (the password,
+    never the user or method a run on the node still uses). Read from the plugins' documentation, without
+    importing them; on the node the connection is local and nothing there needs them."""
+    from ansible.plugins.loader import become_loader, connection_loader, fragment_loader
+    from ansible.utils.plugin_docs import get_docstring
+
+    def options(path: str) -> dict[str, Any]:
+        doc = get_docstring(path, fragment_loader)[0] or {}
+        return doc.get("options") or {}
+
+    def names(option: Mapping[str, Any]) -> set[str]:
+        return {str(var["name"]) for var in option.get("vars") or [] if isinstance(var, Mapping) and "name" in var}
+
+    local: set[str] = set()
+    reach: set[str] = set()
+    for path in connection_loader.all(path_only=True):
+        found = set().union(*(names(option) for option in options(path).values()))
+        (local if Path(path).stem == "local" else reach).update(found)
+    secret: set[str] = set()
+    for path in become_loader.all(path_only=True):
+        secret.update(*(names(option) for name, option in options(path).items() if SECRET_OPTION.search(name)))
+    # not variables of the host: the name a plugin falls back to, and a delegated host's
+    return frozenset(name for name in (reach - local) | secret if name.startswith("ansible_"))
+
+
+def _controller_only(name: str) -> bool:
+    return name in controller_variables() or bool(UNNAMED_SECRET.match(name))
+
+
 def node_inventory(listing: Mapping[str, Any], host: str) -> dict[str, Any]:
     """`host`'s inventory for a run on the node itself: its merged variables less the ways the controller
     reaches it, every group it is in (flattened: membership is what plays and group_names use), and a
@@ -130,8 +167,7 @@ def node_inventory(listing: Mapping[str, Any], host: str) -> dict[str, Any]:
     hostvars = listing.get("_meta", {}).get("hostvars", {})
     if host not in hostvars and not any(host in doc.get("hosts", []) for doc in listing.values()):
         raise PullError(f"{host} is not in the inventory")
-    own = {name: value for name, value in hostvars.get(host, {}).items()
-           if not name.startswith(CONNECTION_VARS)}
+    own = {name: value for name, value in hostvars.get(host, {}).items() if not _controller_only(name)}
     own.update(ansible_connection="local", ansible_python_interpreter="/usr/bin/python3")
     groups = sorted(name for name in listing if name not in {"_meta", "all", "ungrouped"}
                     and host in _members(listing, name, set()))

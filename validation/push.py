@@ -3,7 +3,8 @@ an optional bearer token, and no secrets in logs or error messages.
 
 The token comes from an environment variable or a file, never from the command line; a token file that
 others may read is refused, and so is a credential (the token, or user info in the URL) bound for a
-plain http:// URL unless the caller allows it explicitly (`allow_http`, `--push-allow-http`). Every URL
+plain http:// URL unless the caller allows it explicitly (`allow_http`, `--push-allow-http`); over plain
+http nothing from ~/.netrc is ever sent, allowed or not (`_auth`). Every URL
 that is logged or put in an error is `redact_url`'s form (no user info, no query, no fragment),
 and urllib3/requests log records emitted during the push are scrubbed of the token, the user info
 and the query string, so `--debug` shows the traffic without the secrets.
@@ -80,7 +81,7 @@ def read_token(*, env_var: str | None = DEFAULT_TOKEN_ENV, file: Path | None = N
 
 
 class _NoAuth(requests.auth.AuthBase):
-    """No credentials, and none looked up (an auth object stops requests reading ~/.netrc)."""
+    """No credentials, and none looked up (an auth object stops requests reading ~/.netrc or the URL)."""
 
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
         request.headers.pop("Authorization", None)
@@ -150,9 +151,7 @@ def push_json(url: str, payload: Mapping[str, Any], *, token: str | None = None,
         what = "the bearer token" if token else "the URL's user info"
         raise RocmFleetError(f"push to {shown} would send {what} in clear over plain http; use an https:// URL, "
                              "or pass --push-allow-http if the endpoint is on a network you trust end to end")
-    # With no auth of its own, requests would add ~/.netrc's credentials for the host (trust_env): over plain
-    # http they go only where a token may (allow_http), so without it the request carries none.
-    auth = _BearerAuth(token) if token else (_NoAuth() if parts.scheme == "http" and not allow_http else None)
+    auth = _auth(url, token)
     http = session or requests.Session()
     started = time.monotonic()
     problem = ""
@@ -189,6 +188,20 @@ def push_json(url: str, payload: Mapping[str, Any], *, token: str | None = None,
             http.close()
     raise RocmFleetError(f"push to {shown} failed after {retries + 1} attempt(s): {problem}; "
                          "the report files are written, push again with `rocm-fleet report DIR --push URL`")
+
+
+def _auth(url: str, token: str | None) -> requests.auth.AuthBase | None:
+    """The credentials the caller gave, and only those: the token, else the URL's user info. A request with
+    no auth of its own gets ~/.netrc's entry for the host from requests (trust_env, which stays on for the
+    proxy settings and CA bundle of the environment), so over plain http the push names "none" explicitly:
+    --push-allow-http lets through what the operator put on the command line, never what a netrc holds.
+    Over https with neither, requests may use the netrc's entry for the host, as curl --netrc would."""
+    if token:
+        return _BearerAuth(token)
+    if "@" in urlsplit(url).netloc:
+        user, password = requests.utils.get_auth_from_url(url)     # percent-decoded, as requests would send them
+        return requests.auth.HTTPBasicAuth(user, password)
+    return _NoAuth() if urlsplit(url).scheme == "http" else None
 
 
 def _advice(code: int) -> str:

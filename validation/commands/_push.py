@@ -2,7 +2,8 @@
 
 The token comes from an environment variable (`--push-token-env`, default ROCM_FLEET_PUSH_TOKEN) or
 a file (`--push-token-file`, which others must not be able to read), never from the command line. A
-credential goes to a plain http:// URL only with `--push-allow-http`.
+credential goes to a plain http:// URL only with `--push-allow-http`, and then only the one given here (the
+token or the URL's user info): never ~/.netrc's entry for the host (validation/push.py:_auth).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "refused when group or others may read it")
     p.add_argument("--push-allow-http", action="store_true",
                    help="let --push send the token (or URL user info) over plain http:// (a network you trust "
-                   "end to end); refused otherwise")
+                   "end to end); refused otherwise. ~/.netrc's credentials never go over plain http")
     p.add_argument("--push-timeout-s", type=float, default=10.0, help="seconds allowed per push request (default 10)")
     p.add_argument("--push-retries", type=int, default=3,
                    help="further attempts after a connection error, timeout or 429/5xx (default 3)")

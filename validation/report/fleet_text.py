@@ -210,26 +210,41 @@ def _copy_range(source: BinaryIO, out: BinaryIO, offset: int, length: int) -> No
         length -= len(block)
 
 
+# What XML 1.0 forbids (C0 controls but tab, newline and carriage return; lone surrogates; U+FFFE, U+FFFF),
+# and DEL and the C1 controls it discourages, which a terminal showing the file obeys (CSI 0x9b).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(value: Any) -> str:
+    """`value` as text XML 1.0 can carry: every character it may not hold shown as its escape (`\\x1b`,
+    `\\ud800`), so a node's terminal colours or a NUL in a message cannot make a CI dashboard refuse the file."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", str(value))
+
+
 def junit(nodes: list[dict[str, Any]]) -> str:
+    """The fleet's JUnit XML: a suite per node, a case per check. Every string from a node's document passes
+    xml_text (element text and attributes), so the file is well-formed whatever the node wrote."""
     suites = ET.Element("testsuites", name="rocm-fleet")
     for node in nodes:
         checks = node["checks"]
-        suite = ET.SubElement(suites, "testsuite", name=node["host"], tests=str(len(checks)),
+        host = xml_text(node["host"])
+        suite = ET.SubElement(suites, "testsuite", name=host, tests=str(len(checks)),
                               failures=str(sum(c["status"] in ("fail", "timeout") for c in checks)),
                               errors=str(sum(c["status"] == "error" for c in checks)),
                               skipped=str(sum(c["status"] == "skip" for c in checks)))
         for check in checks:
-            case = ET.SubElement(suite, "testcase", classname=node["host"], name=check["id"],
-                                 time=str(check.get("duration_s", 0)))
+            case = ET.SubElement(suite, "testcase", classname=host, name=xml_text(check["id"]),
+                                 time=xml_text(check.get("duration_s", 0)))
             if check["status"] in ("fail", "timeout", "error"):
                 tag = "error" if check["status"] == "error" else "failure"
                 first = (check.get("message") or "").splitlines()[0][:300] if check.get("message") else ""
-                element = ET.SubElement(case, tag, message=f"{check.get('code') or check['status']}: {first}")
-                element.text = (check.get("message") or "") + ("\nhint: " + check["hint"] if check.get("hint") else "")
+                element = ET.SubElement(case, tag, message=xml_text(f"{check.get('code') or check['status']}: {first}"))
+                element.text = xml_text((check.get("message") or "")
+                                        + ("\nhint: " + check["hint"] if check.get("hint") else ""))
             elif check["status"] == "skip":
-                ET.SubElement(case, "skipped", message=(check.get("message") or "")[:300])
+                ET.SubElement(case, "skipped", message=xml_text((check.get("message") or "")[:300]))
         if not node.get("complete"):
-            case = ET.SubElement(suite, "testcase", classname=node["host"], name="run_complete")
+            case = ET.SubElement(suite, "testcase", classname=host, name="run_complete")
             ET.SubElement(case, "failure", message="the node's run did not finish (interrupted or unreachable)")
     return ET.tostring(suites, encoding="unicode")
 
