@@ -191,6 +191,12 @@ CODES: dict[str, str] = {
                      "`dmesg | grep -i amdgpu`, `modprobe amdgpu`; on a lab host this is expected.",
     "RF-NO-KFD": "/dev/kfd is missing: the amdgpu driver did not initialise the compute interface; check dmesg.",
     "RF-TOOL-FAILED": "A tool failed to run; its output is in the results file.",
+    "RF-CHECK-FAILED": "A check failed without a failure code of its own, so nothing more specific can be said: "
+                       "most often the node's declared state lacks what the check needs (its message names it, e.g. "
+                       "declare validation_target_sku when no GPU on the PCI bus names the SKU), else the check "
+                       "itself broke (the results file keeps its error). Fix the declaration in the inventory and "
+                       "re-run playbooks/validate.yml (it writes the node's spec), or report the check with its "
+                       "message.",
     "RF-TOOL-MISSING": "A tool the check runs is not installed on the node: install the package the message "
                        "names (ROCm tools come with rocm_packages: re-run site.yml --tags rocm) and re-run.",
     "RF-FIRMWARE": "GPU firmware differs between GPUs or from the pinned set: update with AMD's firmware "
@@ -204,9 +210,12 @@ CODES: dict[str, str] = {
     "RF-NODE-NO-RESULTS": "The node was targeted but delivered no results: the step that failed follows the "
                           "message where the run saw it (install, disk or timeout; else read the node's lines in the "
                           "play output), fix, and re-run validate.yml --limit NODE.",
-    "RF-RESULTS-CONFLICT": "Two results documents claim the same node, or a document's node name is not a safe "
+    "RF-RESULTS-CONFLICT": "Two results documents claim the same node, or a results file's name is not a node "
                            "name: neither is trusted as that node's results. Find what wrote the second file (a copy "
                            "left from another run, another tool), remove it, and re-run validate.yml --limit NODE.",
+    "RF-RESULTS-WRONG-NODE": "The results document fetched from this node (saved as <node>.json) names another node: "
+                             "it counts for neither. Find what wrote it there (a copy from another node or run, a "
+                             "mis-set --rf-node), remove it on the node, and re-run validate.yml --limit NODE.",
     "RF-VALIDATION-EXPIRED": "The node's last validation is older than its tier vouches for (its results' "
                              "valid_until, validation/validity.py): re-validate it (validate.yml --limit NODE, or "
                              "let the scheduled quick tier reach it); a node that keeps expiring is one the schedule "

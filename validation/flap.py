@@ -9,7 +9,9 @@ The rules, per failure code of a health run:
   transient (a job's process not yet gone, throttling under a hot neighbour, configuration drift that
   a converge is about to fix, a single new kernel-log line) wait DEFAULT_DRAIN_AFTER runs; fatal codes
   (AT_ONCE) drain on the first run, because waiting only sends more jobs onto a broken GPU. A code no
-  one classified here keeps the behaviour the health mode had before flap control: at once.
+  one classified here keeps the behaviour the health mode had before flap control: at once. A check that
+  fails without a code of its own counts as RF-CHECK-FAILED (`code_of`), classified as a streak code: it
+  could not judge the node (an incomplete declaration, most often), which is a configuration problem.
   A run in which the code did not fail (it passed, or its check was skipped) ends its streak.
 - **Below the streak** the run still fails (exit 1, the failure reported); only the drain waits.
 - **Flapping.** A code that went fail -> pass -> fail at least FLAP_RETURNS times within the last
@@ -26,7 +28,9 @@ The rules, per failure code of a health run:
   (`drained` unknown) a pass releases it as before: there is no drain to keep.
 
 Pure: the history is a JSON-able dict the caller keeps in the node's health state
-(validation/health_state.py) and `step` returns the next one. No I/O, no clock.
+(validation/health_state.py) and `step` returns the next one. No I/O, no clock. What was kept is checked
+before it is used (`read_history`): a part of the wrong shape is unknown (a code's streak starts over; an
+unknown drain is read back from Slurm's reason with `held_from_reason`) and said, never a crash.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Any, Literal
 
 from validation.codes import CODES
 from validation.errors import RocmFleetError
+from validation.records import FAILING
 
 DEFAULT_DRAIN_AFTER = 3
 """Three runs: at the role's 300 s interval a transient cause (a job's processes still exiting, a
@@ -59,6 +64,9 @@ RESUME_PASSES_AFTER_FLAP = 3
 
 FATAL_WORDS = "(fatal, at once)"
 """What a code that drained the node as fatal says in the reason (and in the history's held codes)."""
+
+CHECK_FAILED = "RF-CHECK-FAILED"
+"""What a failing check without a code of its own is counted under (never its test id)."""
 
 ECC_CORRECTABLE_ONLY = "correctable only"
 """Written by the ECC-growth check (validation/checks/test_health.py) when only correctable counters
@@ -115,16 +123,41 @@ POLICY: dict[str, Rule] = {
     "RF-BAD-PAGES-GREW": _streak("a page retired now and then is the design working; growth run after run is not"),
     "RF-PCIE-AER": _streak("a corrected AER error now and then is tolerated by the link; a stream of them is not"),
     "RF-PCIE-REPLAY": _streak("replay counters grow a little under load; growth run after run is a weak link"),
+    CHECK_FAILED: _streak("a check without a code of its own could not judge the node, most often for an incomplete "
+                          "declaration: a configuration problem, not a hardware fault"),
 }
 
 
-_OVERRIDE = re.compile(r"(?P<code>RF-[A-Z0-9]+(?:-[A-Z0-9]+)*)=(?P<runs>[0-9]+)")
+CODE = re.compile(r"RF-[A-Z0-9]+(?:-[A-Z0-9]+)*")
+"""The shape of a failure code (whole match): what a Prometheus `code` label and a history key may be."""
+_OVERRIDE = re.compile(rf"(?P<code>{CODE.pattern})=(?P<runs>[0-9]+)")
 
 Wanted = Literal["drain", "keep", "resume"]
 
 
 def known_codes() -> frozenset[str]:
     return frozenset(CODES)
+
+
+def is_code(value: object) -> bool:
+    return isinstance(value, str) and CODE.fullmatch(value) is not None
+
+
+def code_of(check: Mapping[str, Any]) -> str:
+    """The code a check's result counts under in the health mode: its own; a check without one that was
+    stopped by its time limit, RF-TIMEOUT; any other, CHECK_FAILED."""
+    code = check.get("code")
+    if is_code(code):
+        return str(code)
+    return "RF-TIMEOUT" if check.get("status") == "timeout" else CHECK_FAILED
+
+
+def label_code(check: Mapping[str, Any]) -> str:
+    """A check's `code` for a label: code_of for a failing check, its own code (or "") for any other."""
+    if check.get("status") in FAILING:
+        return code_of(check)
+    code = check.get("code")
+    return str(code) if is_code(code) else ""
 
 
 def parse_overrides(items: Iterable[str]) -> dict[str, int]:
@@ -266,6 +299,86 @@ def step(history: Mapping[str, Any] | None, failures: Mapping[str, str], *, at: 
     return Decision(wanted=wanted, reason=reason, drain=drain if wanted != "resume" else {},
                     codes=tuple(statuses),
                     history={"codes": kept, "drain": drain if wanted != "resume" else {}})
+
+
+_RECORD_TYPES: dict[str, tuple[type, ...]] = {"streak": (int,), "passes": (int,), "recent": (str,),
+                                               "first_seen": (str,), "last_seen": (str, type(None))}
+
+
+def _record_problem(record: object) -> str | None:
+    """Why a code's kept record cannot be used, or None."""
+    if not isinstance(record, Mapping):
+        return f"a {type(record).__name__}, not a record"
+    for key, types in _RECORD_TYPES.items():
+        value = record.get(key)
+        if key not in record or isinstance(value, bool) or not isinstance(value, types):
+            return f"{key} is {value!r}" if key in record else f"no {key}"
+    if record["streak"] < 0 or record["passes"] < 0 or set(record["recent"]) - {"P", "F"}:
+        return f"streak {record['streak']}, passes {record['passes']}, recent {record['recent']!r}"
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class History:
+    """A kept flap history, checked: what `step` may use, and what was unknown in it."""
+    codes: dict[str, dict[str, Any]]
+    drain: dict[str, str] | None        # the codes holding the node; None: unknown (no history, or unreadable)
+    problems: tuple[str, ...]           # each part that was unknown, and what became of it
+
+    def as_dict(self, held: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The history for `step`; `held` stands in for an unknown drain."""
+        return {"codes": self.codes, "drain": dict(self.drain if self.drain is not None else held or {})}
+
+
+def read_history(raw: object) -> History:
+    """The kept history checked part by part: a part of the wrong shape is left out as unknown and said
+    in `problems` (a code's record: its streak starts over; the drain: unknown, for the caller to read back
+    from Slurm's reason), so a damaged file neither crashes a run nor stops the node from draining. A code
+    kept under a check's test id (the health mode before RF-CHECK-FAILED) is not a code: its record starts
+    over, and a drain it holds is held as CHECK_FAILED with its words."""
+    if raw is None:
+        return History(codes={}, drain=None, problems=())
+    if not isinstance(raw, Mapping):
+        return History(codes={}, drain=None, problems=(
+            f"flap: a {type(raw).__name__}, not a history: unknown, every streak starts over",))
+    problems: list[str] = []
+    kept_codes = raw.get("codes", {})
+    if not isinstance(kept_codes, Mapping):
+        problems.append(f"flap.codes: a {type(kept_codes).__name__}, not records by code: every streak starts over")
+        kept_codes = {}
+    codes: dict[str, dict[str, Any]] = {}
+    for code, record in kept_codes.items():
+        why = "not a failure code" if not is_code(code) else _record_problem(record)
+        if why:
+            problems.append(f"flap.codes[{code!r}]: {why}: its streak starts over")
+        else:
+            codes[code] = dict(record)
+    kept_drain = raw.get("drain", {})
+    if not isinstance(kept_drain, Mapping) or not all(isinstance(w, str) for w in kept_drain.values()):
+        problems.append(f"flap.drain: {kept_drain!r:.80} is not the words by code: unknown, the codes that hold the "
+                        "node are read from Slurm's reason")
+        return History(codes=codes, drain=None, problems=tuple(problems))
+    drain: dict[str, str] = {}
+    for code, words in kept_drain.items():
+        if not is_code(code):
+            problems.append(f"flap.drain[{code!r}]: not a failure code: held as {CHECK_FAILED}")
+            drain.setdefault(CHECK_FAILED, words)
+        else:
+            drain[code] = words
+    return History(codes=codes, drain=drain, problems=tuple(problems))
+
+
+def held_from_reason(reason: str) -> dict[str, str]:
+    """The codes a health-mode drain reason names (without its prefix), with their words: `step`'s drain
+    when the kept one is unknown. Words that start with no code of this suite (cut by Slurm's length
+    limit, another tool's) hold nothing."""
+    held: dict[str, str] = {}
+    for part in reason.split(";"):
+        words = part.strip()
+        found = CODE.match(words)
+        if found and found.group() in CODES and words[found.end():found.end() + 1] in ("", " "):
+            held.setdefault(found.group(), words)
+    return held
 
 
 def policy_table(overrides: Mapping[str, int]) -> list[dict[str, Any]]:

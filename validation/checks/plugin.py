@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from validation import judged
+from validation import judged, names
 from validation.checks import health, measuring
 from validation.checks.facts import provenance
 from validation.checks.node import RESULTS, node_name, results_for
@@ -36,7 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--rf-spec", metavar="FILE", default=None,
                     help="declared node state (YAML/JSON); default: inventory variables via ansible://")
     group.addoption("--rf-node", metavar="NAME", default=None,
-                    help="name for the local node in results (default: its host name)")
+                    help="name for the local node in results (default: its host name); one file name: letters, "
+                    "digits, '.', '_', ':', '-', not starting with '-' or '.'")
     group.addoption("--rf-previous", metavar="FILE|DIR", default=None,
                     help="previous results document or run directory whose check durations set the expected "
                     "times in progress-<node>.json (default: the newest run directory next to --rf-results)")
@@ -70,6 +71,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    override = config.getoption("--rf-node")
+    if override is not None:        # it becomes <results>/<name>.json and <health-state>/<name>.json
+        try:
+            names.check_node(override, "--rf-node")
+        except names.UnsafeName as exc:
+            raise pytest.UsageError(str(exc)) from None
     for tier, budget in TIERS.items():
         config.addinivalue_line("markers", f"{tier}: validation tier, runtime in {budget}")
     config.addinivalue_line("markers", "gpu: needs an AMD or NVIDIA GPU on the node")

@@ -15,6 +15,12 @@ seconds and without loading a GPU. Then, as asked:
 - `--drain-after CODE=N` (repeatable): drain after N consecutive failing runs of CODE instead of the
   policy's default; `--show-policy` prints the policy in effect and exits.
 
+One run at a time per state directory: a run holds `<state-dir>/.lock` from before its checks until its
+state is saved, and a second run (a prolog beside the interval run, an operator by hand) waits for it, at
+most `--timeout` + LOCK_SLACK_S seconds (the first run's own longest time), then gives up with exit 2.
+A history that cannot be read is moved aside, never written over, and the node's drain is kept as it is
+for that run (validation/health_state.py, docs/health.md).
+
 Exit 0 when healthy, 1 when a check failed (also below its streak: only the drain waits), 2 when no
 verdict was possible.
 """
@@ -22,6 +28,8 @@ verdict was possible.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -30,9 +38,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from validation import flap, slurm
+from validation import flap, names, slurm
 from validation.commands.validate import checks_argv, checks_env
 from validation.errors import RocmFleetError
 from validation.health_state import HealthState, now
@@ -107,6 +117,43 @@ def slurm_act(node: str, wanted: str, reason: str, state: slurm.SlurmNode) -> tu
 
 LAST = "last"              # the last whole run's results, which the support bundle and a person read
 STALE_S = 3600             # a run directory left this long by a run that died is removed by the next run
+LOCK = ".lock"             # held (flock) by the run that owns the state directory; never removed, so a
+#                            waiting run and a new one always lock the same file
+LOCK_SLACK_S = 100
+"""Beyond a run's --timeout, how long it may still hold the state: its Slurm calls (squeue, scontrol show,
+scontrol update: 30 s each at most) and saving. A second run waits this plus its own --timeout."""
+LOCK_POLL_S = 0.2
+
+
+@contextlib.contextmanager
+def state_lock(state_dir: Path, wait_s: float) -> Iterator[None]:
+    """Hold the state directory for one run. Another run that holds it is waited for (up to `wait_s`):
+    it reads the node's memory before its checks and writes it after them, so two at once would count one
+    moment twice, lose one's update and race on `last`. After `wait_s` the other run is not ending as a run
+    does, and this one gives up (exit 2) rather than hang a Slurm prolog or a timer."""
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(state_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise RocmFleetError(f"--state-dir {state_dir}: cannot open its lock file {LOCK} ({exc.strerror}); run as "
+                             "the user that owns it (root for the timer and Slurm) or pass another --state-dir") \
+            from None
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise RocmFleetError(
+                        f"another `rocm-fleet health` run holds {state_dir} (its {LOCK}) and did not end within "
+                        f"{wait_s:g} s; see whether a run hangs (`ps -ef | grep rocm-fleet`), then run again") \
+                        from None
+                time.sleep(LOCK_POLL_S)
+        yield
+    finally:
+        os.close(fd)            # closing the descriptor releases the lock
 
 
 def fresh_run_dir(state_dir: Path) -> Path:
@@ -124,7 +171,8 @@ def fresh_run_dir(state_dir: Path) -> Path:
 
 def publish(run_dir: Path, last: Path) -> Path:
     """This run's results become `last` whole: a reader sees the previous run or this one, never one being
-    written (the support bundle once packed a health run two checks in, complete: false)."""
+    written (the support bundle once packed a health run two checks in, complete: false). Called with the
+    state directory locked (state_lock): two runs publishing at once failed one of them."""
     old = last.with_name(f".old-{os.getpid()}-{last.name}")
     if last.exists():
         last.rename(old)
@@ -167,52 +215,88 @@ def run(args: argparse.Namespace) -> int:
     if not args.spec.is_file():
         raise RocmFleetError(f"--spec {args.spec}: no such file; the health mode judges the node against its declared "
                              "state (playbooks/validate.yml or roles/node_health writes it)")
-    node = args.node_name or socket.gethostname().split(".")[0]
+    # the name becomes <state-dir>/<node>.json and <state-dir>/last/<node>.json: checked before anything is written
+    node = names.check_node(args.node_name, "--node-name") if args.node_name is not None else \
+        names.check_node(socket.gethostname().split(".")[0], "this machine's short host name (pass --node-name)")
     slurm_node = args.slurm_node or os.environ.get("SLURMD_NODENAME") or node
     if args.slurm:
         slurm.check_node(slurm_node)
-    results = fresh_run_dir(args.state_dir)
-    busy = args.slurm and args.context == "interval" and jobs_running(slurm_node)
-    options = [f"--rf-spec={args.spec}", f"--rf-node={node}", f"--rf-health-state={args.state_dir}", "-q",
-               "-p", "no:cacheprovider"]
-    options += ["--rf-health-jobs-running"] if busy else []
-    options += ["--rf-health-accept"] if args.accept_changes else []
-    started = time.perf_counter()
+    with state_lock(args.state_dir, args.timeout + LOCK_SLACK_S):
+        return checked(args, node, slurm_node, overrides)
+
+
+def run_checks(args: argparse.Namespace, node: str, slurm_node: str) -> tuple[dict[str, Any], int | None, float]:
+    """The health checks into a fresh run directory that becomes `last` whole: (the node's results document,
+    pytest's exit code or None when stopped at --timeout, seconds). A run directory never outlives its run."""
+    run_dir = fresh_run_dir(args.state_dir)
     try:
-        proc = subprocess.run(checks_argv("local://", "health", results, *options), capture_output=True, text=True,
-                              timeout=args.timeout, check=False, env=checks_env())
-        rc: int | None = proc.returncode
-    except subprocess.TimeoutExpired:
-        rc = None
-    seconds = time.perf_counter() - started
-    results = publish(results, args.state_dir / LAST)
+        busy = args.slurm and args.context == "interval" and jobs_running(slurm_node)
+        options = [f"--rf-spec={args.spec}", f"--rf-node={node}", f"--rf-health-state={args.state_dir}", "-q",
+                   "-p", "no:cacheprovider"]
+        options += ["--rf-health-jobs-running"] if busy else []
+        options += ["--rf-health-accept"] if args.accept_changes else []
+        started = time.perf_counter()
+        try:
+            proc = subprocess.run(checks_argv("local://", "health", run_dir, *options), capture_output=True,
+                                  text=True, timeout=args.timeout, check=False, env=checks_env())
+            rc: int | None = proc.returncode
+        except subprocess.TimeoutExpired:
+            rc = None
+        seconds = time.perf_counter() - started
+        results = publish(run_dir, args.state_dir / LAST)
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)      # gone already once published
     docs = load_run(results)
     if not docs:
         raise RocmFleetError(f"the health checks wrote no results (pytest exit {rc}); run `rocm-fleet health` by "
                              "hand to see why")
-    doc = docs[0]
+    return docs[0], rc, seconds
+
+
+def checked(args: argparse.Namespace, node: str, slurm_node: str, overrides: dict[str, int]) -> int:
+    """One health run with the state directory held: the checks, the flap policy, Slurm, the outputs."""
+    before = HealthState(args.state_dir, node)      # before the checks save theirs into the same file
+    unreadable = before.unreadable
+    aside = before.set_aside() if unreadable else None
+    history = flap.read_history(before.get("flap"))
+    doc, rc, seconds = run_checks(args, node, slurm_node)
     bad = [c for c in doc["checks"] if c["status"] in FAILING]
     if rc is None:
-        bad.append({"id": "health", "code": "RF-TIMEOUT", "message": f"stopped after {args.timeout} s"})
+        bad.append({"id": "health", "status": "timeout", "code": "RF-TIMEOUT",
+                    "message": f"stopped after {args.timeout} s"})
     passed = not bad
     failures: dict[str, str] = {}
     for c in bad:
-        key = str(c.get("code") or c["id"])
+        key = flap.code_of(c)
         failures[key] = "; ".join(m for m in (failures.get(key), c.get("message") or "") if m)
     memory = HealthState(args.state_dir, node)      # after the checks saved theirs: same document
     state = slurm_state(slurm_node) if args.slurm else None
-    decision = flap.step(memory.get("flap"), failures, at=now(), overrides=overrides,
+    # a drain whose codes the history cannot say (no history, or an unknown one) is read back from Slurm
+    held = flap.held_from_reason((state.reason or "").removeprefix(slurm.REASON_PREFIX)) \
+        if state is not None and state.drained_by_health and history.drain is None else None
+    decision = flap.step(history.as_dict(held), failures, at=now(), overrides=overrides,
                          drained=state.drained if state is not None else None)
     memory.set("flap", decision.history)
     memory.save()
-    action, drained = slurm_act(slurm_node, decision.wanted, decision.reason, state) \
-        if state is not None else (None, False)
+    if state is None:
+        action, drained = None, False
+    elif unreadable:                                # keep as is: neither resume nor drain nor re-word
+        action, drained = None, state.drained_by_health
+    else:
+        action, drained = slurm_act(slurm_node, decision.wanted, decision.reason, state)
     if args.textfile:
         write_atomically(args.textfile, textfile(doc, ok=passed, duration_s=seconds, finished_at=time.time(),
-                                                 drained=drained, codes=decision.codes))
+                                                 drained=drained, codes=decision.codes,
+                                                 history_ok=unreadable is None and not history.problems))
+    said = [f"health history unreadable ({unreadable}); "
+            + (f"moved aside to {aside.name}" if aside else "left in place, not overwritten")
+            + (": Slurm's drain kept as it is this run" if args.slurm else "")] if unreadable else []
+    said += [f"health history: {p}" for p in history.problems]
     summary = {"schema_version": 1, "node": node, "passed": passed, "seconds": round(seconds, 2),
-               "checks": len(doc["checks"]), "failed": [{"check": c["id"], "code": c.get("code"),
+               "checks": len(doc["checks"]), "failed": [{"check": c["id"], "code": flap.code_of(c),
                                                          "message": c.get("message")} for c in bad],
+               "history": {"readable": unreadable is None, "unreadable": unreadable,
+                           "set_aside": aside.name if aside else None, "problems": list(history.problems)},
                "flap": {"wanted": decision.wanted, "reason": decision.reason, "drain": decision.drain,
                         "waiting": [c.waiting() for c in decision.waiting],
                         "flapping": [c.code for c in decision.flapping],
@@ -229,8 +313,12 @@ def run(args: argparse.Namespace) -> int:
         policy += [f"flapping: {', '.join(c.code for c in decision.flapping)}"] if decision.flapping else []
         policy += [f"drain: {decision.reason}"] if decision.wanted == "drain" else []
         policy += [f"held drained: {'; '.join(decision.drain.values())}"] if decision.wanted == "keep" else []
+        policy += [f"health history unreadable{', drain kept as is' if args.slurm else ''}"] if unreadable else []
+        policy += [f"health history: {len(history.problems)} part(s) unknown"] if history.problems else []
         extra = "".join(f"; {p}" for p in policy) + (f"; slurm: {action}" if action else "")
         print(f"health {node}: {verdict} ({len(doc['checks'])} checks, {seconds:.1f} s){extra}")
         for c in bad:
-            print(f"  {c.get('code') or ''} {c['id']}: {(c.get('message') or '')[:300]}", file=sys.stderr)
+            print(f"  {flap.code_of(c)} {c['id']}: {(c.get('message') or '')[:300]}", file=sys.stderr)
+    for line in said:
+        print(f"rocm-fleet health: {line}", file=sys.stderr)
     return 0 if passed else 1

@@ -2,9 +2,12 @@
 
 One gauge per check (0 pass/skip, 1 warn, 2 fail, 3 timeout, 4 error) labelled with its failure
 code, the node's verdict, when the run ended, how long it took, whether the health mode has
-the node drained, and per failure code with a history its flap state (validation/flap.py): consecutive
-failing runs, the streak that drains, and whether it is flapping. Names follow Prometheus'
-conventions (base units, `_seconds`, `_timestamp_seconds`).
+the node drained, whether its memory was read whole, and per failure code with a history its flap state
+(validation/flap.py): consecutive failing runs, the streak that drains, and whether it is flapping. Names
+follow Prometheus' conventions (base units, `_seconds`, `_timestamp_seconds`).
+
+A `code` label only ever carries a failure code (RF-...): a failing check without one of its own carries
+the code it counts under in the flap policy (flap.code_of: RF-CHECK-FAILED), never its test id.
 """
 
 from __future__ import annotations
@@ -12,19 +15,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from validation.flap import CodeStatus
+from validation.flap import CodeStatus, is_code, label_code
 from validation.report.fleet_text import STATUS_VALUE, label
 
 
 def textfile(doc: dict[str, Any], *, ok: bool, duration_s: float, finished_at: float, drained: bool,
-             codes: Sequence[CodeStatus] = ()) -> str:
+             codes: Sequence[CodeStatus] = (), history_ok: bool = True) -> str:
     node = label(doc["host"])
     lines = ["# HELP rocm_fleet_health_check_status Health check status: 0 pass or skip, 1 warn, 2 fail, "
              "3 timeout, 4 error",
              "# TYPE rocm_fleet_health_check_status gauge"]
     for check in doc["checks"]:
         lines.append(f'rocm_fleet_health_check_status{{node="{node}",check="{label(check["id"])}",'
-                     f'code="{label(check.get("code") or "")}"}} {STATUS_VALUE.get(check["status"], 4)}')
+                     f'code="{label(label_code(check))}"}} {STATUS_VALUE.get(check["status"], 4)}')
     lines += ["# HELP rocm_fleet_health_ok 1 when every health check passed or was skipped with its reason",
               "# TYPE rocm_fleet_health_ok gauge", f'rocm_fleet_health_ok{{node="{node}"}} {int(ok)}',
               "# HELP rocm_fleet_health_last_run_timestamp_seconds When the last health run ended (Unix time)",
@@ -34,7 +37,11 @@ def textfile(doc: dict[str, Any], *, ok: bool, duration_s: float, finished_at: f
               "# TYPE rocm_fleet_health_duration_seconds gauge",
               f'rocm_fleet_health_duration_seconds{{node="{node}"}} {duration_s:.3f}',
               "# HELP rocm_fleet_health_drained 1 when the health mode has drained the node in Slurm",
-              "# TYPE rocm_fleet_health_drained gauge", f'rocm_fleet_health_drained{{node="{node}"}} {int(drained)}']
+              "# TYPE rocm_fleet_health_drained gauge", f'rocm_fleet_health_drained{{node="{node}"}} {int(drained)}',
+              "# HELP rocm_fleet_health_history_ok 1 when the node's health memory was read whole (0: unreadable or "
+              "a part unknown; the run's stderr says which)",
+              "# TYPE rocm_fleet_health_history_ok gauge",
+              f'rocm_fleet_health_history_ok{{node="{node}"}} {int(history_ok)}']
     families = (
         ("rocm_fleet_health_failing_runs", "Consecutive failing health runs of a failure code (0 once it passes)",
          lambda c: c.streak),
@@ -43,7 +50,8 @@ def textfile(doc: dict[str, Any], *, ok: bool, duration_s: float, finished_at: f
         ("rocm_fleet_health_flapping", "1 when a failure code went fail, pass, fail repeatedly within the recent "
          "runs (validation/flap.py)", lambda c: int(c.flapping)),
     )
-    for name, help_text, value in families if codes else ():
+    coded = [c for c in codes if is_code(c.code)]
+    for name, help_text, value in families if coded else ():
         lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
-        lines += [f'{name}{{node="{node}",code="{label(c.code)}"}} {value(c)}' for c in codes]
+        lines += [f'{name}{{node="{node}",code="{label(c.code)}"}} {value(c)}' for c in coded]
     return "\n".join(lines) + "\n"
