@@ -12,6 +12,10 @@ The policy (docs/active-checks.md):
 - at most ceil(P % x partition size) active checks at once, counting the active-check jobs (JOB_NAME) that
   are already pending or running in the partition: P = 10 on 95 nodes is 10, on 5 nodes 1 (never 0 for
   P > 0: a small partition still gets checked, one node at a time);
+- an active-check job is one of JOB_NAME submitted under the planner's own uid (`jobs_argv`): any cluster
+  user can name a job rocm-fleet-active, none can submit one under another uid (slurmctld takes the uid from
+  the submitter's munge credential), so another user's job of that name neither fills the limit nor keeps a
+  node from its check;
 - a node that already has an active-check job, pending or running, is not chosen again;
 - a node checked less than `recheck_after` ago is not due;
 - among the due idle nodes, the one checked longest ago first (never checked before anything), then by
@@ -125,9 +129,12 @@ def nodes_argv(partition: str) -> list[str]:
             "--Format=NodeList:256 ,StateComplete:256"]
 
 
-def jobs_argv(partition: str) -> list[str]:
-    """The active-check jobs of the partition that are pending or running: id|state|nodes|requested nodes."""
-    return ["squeue", "--noheader", f"--name={JOB_NAME}", f"--partition={check_partition(partition)}",
+def jobs_argv(partition: str, uid: int) -> list[str]:
+    """The active-check jobs of the partition that are pending or running, of user `uid` only (the planner's:
+    it submits them; module docstring): id|state|nodes|requested nodes."""
+    if isinstance(uid, bool) or not isinstance(uid, int) or uid < 0:
+        raise ActiveChecksError(f"{uid!r} is not a user id (a number, 0 or more)")
+    return ["squeue", "--noheader", f"--name={JOB_NAME}", f"--user={uid}", f"--partition={check_partition(partition)}",
             f"--states={','.join(LIVE_JOB_STATES)}", "--format=%i|%T|%N|%n"]
 
 

@@ -39,6 +39,10 @@ SCHEMA_VERSION = 1
 _NAME = r"[A-Za-z0-9_+@:][A-Za-z0-9_.+@:-]{0,199}"
 MAX_FILE_BYTES = 64 * 1024 * 1024      # a file or a command's output beyond this is cut (and said so)
 MAX_DIR_FILES = 500
+DEFAULT_KEEP = 5                       # bundles kept in a node's bundle directory (`prune`)
+MAX_KEEP = 1000
+# an archive `build` names: rocm-fleet-bundle-<node>-<UTC stamp>.tar.gz
+_ARCHIVE = re.compile(r"rocm-fleet-bundle-[A-Za-z0-9_][A-Za-z0-9_.:-]*-(?P<stamp>[0-9]{8}T[0-9]{6}Z)\.tar\.gz")
 
 
 def check_name(name: str, what: str) -> str:
@@ -189,3 +193,28 @@ def build(out_dir: Path, node: str, items: Sequence[Item], *, summary: dict[str,
                 info.size, info.mode, info.mtime = len(data), 0o600, int(time.time())
                 tar.addfile(info, io.BytesIO(data))
     return archive
+
+
+def check_keep(keep: int) -> int:
+    if not 1 <= keep <= MAX_KEEP:
+        raise RocmFleetError(f"--keep is {keep}; give how many bundles stay in the directory, 1 to {MAX_KEEP} "
+                             "(the one just written counts)")
+    return keep
+
+
+def prune(out_dir: Path, keep: int, *, newest: Path) -> list[Path]:
+    """Keep `newest` (the archive just written) and the newest `keep - 1` other bundles of `out_dir`, by the UTC
+    stamp in their names; remove the rest and return them, newest first. Only regular files named as `build`
+    names its archives are counted or removed, whatever node they name: never a link, a directory or another
+    file."""
+    check_keep(keep)
+    found = []
+    for child in out_dir.iterdir():
+        m = _ARCHIVE.fullmatch(child.name)
+        if m and child != newest and stat.S_ISREG(child.lstat().st_mode):
+            found.append((m.group("stamp"), child.name, child))
+    found.sort(reverse=True)
+    removed = [path for _, _, path in found[keep - 1:]]
+    for path in removed:
+        path.unlink(missing_ok=True)
+    return removed

@@ -22,7 +22,7 @@ _RENDER = re.compile(r"^/dev/dri/renderD(?P<minor>\d+)$")
 _TYPE = re.compile(r"^[A-Za-z0-9_.-]{0,32}$")
 _NODE_LINE = re.compile(r"^(?P<indent>\s*)NodeName=(?P<names>\S+)(?P<rest>.*)$", re.I)
 _GRES = re.compile(r"\s+Gres=\S+", re.I)
-_GRES_TYPES = re.compile(r"^\s*GresTypes=(?P<types>\S*)\s*$", re.I | re.M)
+_GRES_TYPES = re.compile(r"^\s*GresTypes=(?P<types>[^\s#]*)\s*(?:#.*)?$", re.I | re.M)
 _SHOW_GRES = re.compile(r"(?:^|\s)Gres=(?P<gres>\S+)")
 _GPU = re.compile(r"(?:^|,)gpu(?::[A-Za-z0-9_.-]+)?:(?P<count>\d+)(?=\(|,|$)")
 
@@ -53,11 +53,13 @@ def gres_conf(files: list[str], detect: str, gres_type: str = "") -> str:
 def slurm_conf_with_gres(text: str, gres: Mapping[str, str]) -> str:
     """slurm.conf with `Gres=` set on the NodeName line of every node in `gres` (node -> `gpu:N`) and `gpu`
     in GresTypes. A node defined on a line with others (`NodeName=n[1-4]`) is refused: one line would
-    give them all one count."""
+    give them all one count. Slurm reads a line up to its first '#' ("any text following a '#' ... is
+    treated as a comment", slurm.conf(5)): Gres= goes before a comment, and a comment is left as it is."""
     lines, seen = text.splitlines(), set()
-    for i, line in enumerate(lines):
+    for i, whole in enumerate(lines):
+        line, hash_, comment = whole.partition("#")
         m = _NODE_LINE.match(line)
-        if not m or line.lstrip().startswith("#"):
+        if not m:
             continue
         names = m.group("names")
         if names not in gres:
@@ -68,7 +70,11 @@ def slurm_conf_with_gres(text: str, gres: Mapping[str, str]) -> str:
                                      "slurm_gres_manage_slurm_conf: false and write Gres= yourself")
             continue
         rest = _GRES.sub("", m.group("rest"))
-        lines[i] = f"{m.group('indent')}NodeName={names}{rest} Gres={gres[names]}"
+        if hash_:                     # the comment keeps its place after the settings and the space before it
+            code, space = rest.rstrip(), rest[len(rest.rstrip()):] or " "
+            lines[i] = f"{m.group('indent')}NodeName={names}{code} Gres={gres[names]}{space}{hash_}{comment}"
+        else:
+            lines[i] = f"{m.group('indent')}NodeName={names}{rest} Gres={gres[names]}"
         seen.add(names)
     missing = sorted(set(gres) - seen)
     if missing:

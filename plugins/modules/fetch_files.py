@@ -13,7 +13,10 @@ description:
     it), reads them all with one run of P(rocm_fleet.fleet.read_paths#module) as the task's become user,
     as P(ansible.builtin.fetch#module) reads through slurp.
   - Writes each to its O(files[].dest) on the controller atomically, mode 0644, creating missing directories.
-  - Fails, writing nothing, when any source is missing or unreadable or larger than O(max_bytes).
+  - Checks each source's size and type on the node before transferring any (one C(stat) through the
+    connection's shell, as the task's become user; no module run) and fails, transferring and writing
+    nothing, naming the file and its size, when one is larger than O(max_bytes) or is not a regular file.
+  - Fails, writing nothing, when any source is missing or unreadable, or grew past O(max_bytes) while it came.
   - Always reports changed. Skipped in check mode, as P(ansible.builtin.fetch#module) is.
 version_added: "0.1.0"
 options:
@@ -34,7 +37,9 @@ options:
         type: path
         required: true
   max_bytes:
-    description: Refuse a source larger than this.
+    description:
+      - Refuse a source larger than this many bytes, on the node, before it is transferred. The default,
+        256 MiB, is far above a results document (tens of kB to a few MB) and a support bundle (a few MB).
     type: int
     default: 268435456
 author: rocm-fleet
@@ -48,6 +53,13 @@ EXAMPLES = r"""
         dest: results/RUN/node1.json
       - src: /var/lib/rocm-fleet/results/RUN/junit.xml
         dest: results/RUN/junit-node1.xml
+
+- name: Fetch a support bundle, refused on the node past 64 MiB
+  rocm_fleet.fleet.fetch_files:
+    files:
+      - src: /var/lib/rocm-fleet/bundles/rocm-fleet-bundle-node1-20261206T120000Z.tar.gz
+        dest: remediate/bundles/node1.tar.gz
+    max_bytes: 67108864
 """
 
 RETURN = r"""

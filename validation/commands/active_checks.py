@@ -2,7 +2,8 @@
 
 Runs where Slurm's client tools are (the controller or a login node; roles/active_checks runs it from a
 systemd timer). It reads the partition's nodes (sinfo) and the active-check jobs already pending or
-running (squeue, job name rocm-fleet-active), chooses the idle nodes that are due (validation/active.py:
+running (squeue, job name rocm-fleet-active, of this process's uid only: another user's job of that name is
+not one of ours), chooses the idle nodes that are due (validation/active.py:
 only IDLE nodes, at most ceil(P % of the partition) checks at once counting those already queued, the
 node checked longest ago first) and submits one exclusive, low-priority, short job per chosen node. The
 job runs `rocm-fleet validate --hosts local:// --tier quick` on its node and keeps the results there
@@ -131,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     if not nodes:
         raise RocmFleetError(f"partition {job.partition} has no nodes, or Slurm does not know it (sinfo "
                              f"--partition={job.partition} lists none); check --partition")
-    jobs = active.parse_jobs(_slurm(active.jobs_argv(job.partition)))
+    jobs = active.parse_jobs(_slurm(active.jobs_argv(job.partition, os.getuid())))   # ours only: sbatch submits as us
     state = load_state(args.state_dir)
     now = dt.datetime.now(dt.UTC)
     chosen_plan = active.plan(job.partition, nodes, jobs, args.max_percent, last_checked=last_checked(state), now=now,

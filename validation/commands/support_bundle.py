@@ -14,8 +14,10 @@ archive). The archive, `<out>/rocm-fleet-bundle-<node>-<UTC stamp>.tar.gz` (mode
   manifest.json  per file: its command or source, rc, status, sha256, size, time; a tool that is not
               installed is recorded "absent" with the reason
 
-Every command has a timeout (--timeout); links are never followed. Prints the archive's path (or one
-JSON document with --json). Exit 0 when the archive was written, 2 when it could not be.
+Every command has a timeout (--timeout); links are never followed. Once the archive is written, only the
+newest --keep bundles of --out stay (default 5, the new one among them): the older ones are removed, so
+bundles do not pile up on the node. Prints the archive's path (or one JSON document with --json, with the
+bundles removed). Exit 0 when the archive was written, 2 when it could not be.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a directory of results documents to include (repeatable)")
     p.add_argument("--reason", default="", help="why the bundle is made (recorded in the manifest)")
     p.add_argument("--timeout", type=float, default=60, help="seconds each command may take (default 60)")
+    p.add_argument("--keep", type=int, default=bundle.DEFAULT_KEEP, metavar="N",
+                   help=f"bundles that stay in --out, the new one among them; older ones are removed (default "
+                   f"{bundle.DEFAULT_KEEP})")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(run=run)
 
@@ -94,6 +99,7 @@ def items(args: argparse.Namespace, cper_dir: Path) -> list[bundle.Item]:
 def run(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise RocmFleetError(f"--timeout is {args.timeout:g}; give the seconds each command may take (> 0)")
+    bundle.check_keep(args.keep)
     node = args.node_name or socket.gethostname().split(".")[0]
     args.out.mkdir(parents=True, exist_ok=True, mode=0o700)
     cper_dir = Path(tempfile.mkdtemp(prefix=".cper-", dir=args.out))
@@ -102,8 +108,10 @@ def run(args: argparse.Namespace) -> int:
         archive = bundle.build(args.out, node, items(args, cper_dir), summary=summary)
     finally:
         shutil.rmtree(cper_dir, ignore_errors=True)
+    removed = bundle.prune(args.out, args.keep, newest=archive)
     if args.json:
-        print(json.dumps({"schema_version": 1, "node": node, "archive": str(archive)}))
+        print(json.dumps({"schema_version": 1, "node": node, "archive": str(archive),
+                          "removed": [str(p) for p in removed]}))
     else:
         print(archive)
     return 0

@@ -119,9 +119,12 @@ def iter_run(directory: Path, *, max_input_mb: float | None = None) -> Iterator[
 
 
 class Claims:
-    """Which file each node's results come from, as documents are read in file order: the first document
-    for a node is its own; a later one fails that node (`conflict`) and is left out. A document read after
-    its `valid_until` fails its node too (`expire`), as of `now` (default: when reading starts)."""
+    """Which file each node's results come from, as documents are read in file order. A document counts only
+    for the node whose file it is, `<node>.json` (the name the controller chose: roles/validation_node/tasks/
+    results.yml; validation/results/node.py): one that names another node fails its file's node (`claimed`).
+    A second document for a node (only a caller joining two directories can meet one) fails that node
+    (`conflict`) and is left out. A document read after its `valid_until` fails its node too (`expire`), as of
+    `now` (default: when reading starts)."""
 
     def __init__(self, now: dt.datetime | None = None) -> None:
         self.sources: dict[str, Path] = {}           # host -> the file its document was read from
@@ -132,7 +135,7 @@ class Claims:
         """The document to use for `path` (`doc`, or a failing stand-in), None when it is left out."""
         own = claimed(path, doc, self.sources)
         if own is None:
-            conflict(self._kept[doc["host"]], self.sources[doc["host"]], path)
+            conflict(self._kept[path.stem], self.sources[path.stem], path)
             return None
         self._kept[own["host"]] = own
         expire(own, self.now)
@@ -140,20 +143,25 @@ class Claims:
 
 
 def claimed(path: Path, doc: dict[str, Any], seen: dict[str, Path]) -> dict[str, Any] | None:
-    """`doc` when the node it names is a safe name no earlier document claimed (recorded in `seen`);
-    else None for a node an earlier document claimed (the caller fails that one: `conflict`), or a failing
-    stand-in named after the file name's digest for a name that is not safe to use.
+    """`doc` when it names the node of its file (`<node>.json`) and no earlier document claimed that node
+    (recorded in `seen`); None for a node an earlier document claimed (the caller fails that one: `conflict`).
+    A failing stand-in instead: for the file's node when the document names another node (it is never counted
+    for the node it names), or named after the file name's digest when the file's name is not a node name.
     One bad document never hides the rest of the run's report."""
-    host = doc["host"]
-    if not names.matches(host, names.NODE_RE):
+    node, host = path.stem, doc["host"]
+    if not names.matches(node, names.NODE_RE):
         stand_in = "unnamed-" + hashlib.sha256(path.name.encode()).hexdigest()[:8]
         seen[stand_in] = path
         return stand_in_document(stand_in, "RF-RESULTS-CONFLICT",
-                                 f"{path.name!a} names its node {ascii(host)[:80]}, which is not a node name "
-                                 "(letters, digits, '.', '_', ':', '-'); its results are not read")
-    if host in seen:
+                                 f"{path.name!a} is not named after a node (<node>.json, a node name of letters, "
+                                 "digits, '.', '_', ':', '-'); its results are not read")
+    if node in seen:
         return None
-    seen[host] = path
+    seen[node] = path
+    if host != node:
+        return stand_in_document(node, "RF-RESULTS-WRONG-NODE",
+                                 f"{path.name!a} was fetched from node {node} but names node {ascii(host)[:80]}; "
+                                 "it counts for neither")
     return doc
 
 

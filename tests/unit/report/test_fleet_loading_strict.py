@@ -92,25 +92,36 @@ def test_bytes_that_are_not_utf8_are_an_error_not_a_traceback(tmp_path: Path,
     assert "node01.json: not UTF-8 text (byte 0xff at offset 40)" in err
 
 
-def test_a_second_document_for_one_host_fails_that_node_and_the_rest_is_read(tmp_path: Path) -> None:
+def test_a_document_naming_another_node_fails_its_files_node_and_the_rest_is_read(tmp_path: Path) -> None:
     """Issue 32: one document claiming another node's name aborted the whole report (no HTML, Prometheus or
-    JUnit); now the node it claims fails RF-RESULTS-CONFLICT, incomplete, and every other node is read."""
-    write(tmp_path, "a.json", node("node01"))
+    JUnit). Issue 39: a document counts only for the node of its file (<node>.json, the name the controller
+    chose), so b.json naming node01 fails node b, incomplete, node01's own document stands, and every other node
+    is read."""
+    write(tmp_path, "node01.json", node("node01"))
     write(tmp_path, "b.json", node("node01"))
-    write(tmp_path, "c.json", node("node02"))
+    write(tmp_path, "node02.json", node("node02"))
     docs = load_run(tmp_path)
-    assert [d["host"] for d in docs] == ["node01", "node02"]
-    (conflict,) = [c for c in docs[0]["checks"] if c.get("code") == "RF-RESULTS-CONFLICT"]
-    assert conflict["status"] == "error" and "'b.json' also claims to be node node01" in conflict["message"]
-    assert docs[0]["complete"] is False and docs[1]["complete"] is True
+    assert [d["host"] for d in docs] == ["b", "node01", "node02"]
+    (wrong,) = docs[0]["checks"]
+    assert wrong["code"] == "RF-RESULTS-WRONG-NODE" and wrong["status"] == "error"
+    assert "'b.json' was fetched from node b but names node 'node01'" in wrong["message"]
+    assert docs[0]["complete"] is False and docs[1]["complete"] is True and docs[2]["complete"] is True
 
 
 @pytest.mark.parametrize("host", ["../../x", "<script>alert(1)</script>", "n1\x1b]0;owned\x07", "-oX"])
-def test_a_document_whose_node_name_is_not_safe_is_a_named_failure_never_a_path(tmp_path: Path, host: str) -> None:
+def test_a_document_whose_node_name_is_not_safe_fails_its_files_node_never_a_path(tmp_path: Path, host: str) -> None:
     write(tmp_path, "x.json", node(host))
     (doc,) = load_run(tmp_path)
+    assert doc["host"] == "x" and doc["checks"][0]["code"] == "RF-RESULTS-WRONG-NODE"
+    assert "names node " in doc["checks"][0]["message"] and "\x1b" not in doc["checks"][0]["message"]
+
+
+@pytest.mark.parametrize("name", ["-oX.json", "a b.json", "n1\x1b]0;owned\x07.json"])
+def test_a_file_whose_name_is_not_a_node_name_is_a_named_failure_never_a_node(tmp_path: Path, name: str) -> None:
+    write(tmp_path, name, node(name.removesuffix(".json")))
+    (doc,) = load_run(tmp_path)
     assert doc["host"].startswith("unnamed-") and doc["checks"][0]["code"] == "RF-RESULTS-CONFLICT"
-    assert "not a node name" in doc["checks"][0]["message"] and "\x1b" not in doc["checks"][0]["message"]
+    assert "is not named after a node" in doc["checks"][0]["message"] and "\x1b" not in doc["checks"][0]["message"]
 
 
 def test_a_document_over_the_input_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

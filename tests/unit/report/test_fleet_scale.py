@@ -61,9 +61,10 @@ def eight_gpus(host: str, hbm: float = 4000.0, *, slow: str | None = None) -> di
 
 
 def tricky_fleet() -> list[tuple[str, dict[str, Any]]]:
-    """(file name, document) for a fleet whose file names do not sort like its hosts, with a slow
-    GPU, a node of another SKU, a busy member, an invalid one, a metric measured twice, a unit
-    left out, a null value and a document whose unit differs from its peers'."""
+    """(file name, document) for a fleet whose files do not sort like its hosts (a file is named after its
+    node, `<node>.json`, and "node00-x.json" sorts before "node00.json"), with a slow GPU, a node of another
+    SKU, a busy member, an invalid one, a metric measured twice, a unit left out, a null value and a document
+    whose unit differs from its peers'."""
     docs = [eight_gpus(f"node{i:02d}", slow="gpu3" if i == 7 else None) for i in range(12)]
     docs[2]["measurements"][1]["measured_while_busy"] = True
     docs[3]["measurements"][2].update(valid=False, invalid_reason="throttled")
@@ -74,7 +75,9 @@ def tricky_fleet() -> list[tuple[str, dict[str, Any]]]:
     docs[9]["measurements"][4]["spread_pct"] = 1.5
     docs[10]["provenance"]["declared_sku"] = "mi325x"
     docs[11]["host"] = "a-first"
-    names = [f"z{99 - i:02d}.json" if i % 2 else f"{d['host']}.json" for i, d in enumerate(docs)]
+    for i in (1, 5, 9):
+        docs[i]["host"] = f"node{i - 1:02d}-x"
+    names = [f"{d['host']}.json" for d in docs]
     return list(zip(names, docs, strict=True))
 
 
@@ -231,12 +234,13 @@ def test_the_first_bad_document_in_file_order_is_the_error_whatever_the_split(
     monkeypatch.setattr(gather, "PARALLEL_MIN_FILES", 4)
     docs = [(f"n{i:02d}.json", eight_gpus(f"n{i:02d}")) for i in range(12)]
     docs[9][1]["checks"][0]["status"] = "mostly"          # in the last part
-    docs[5][1]["host"] = "n01"                            # a second document for n01, in the middle part
+    docs[5][1]["host"] = "n01"                            # n05's file names n01, in the middle part
     results = write_fleet(tmp_path / "run", docs)
     (results / "n09.json").write_text(json.dumps(eight_gpus("n09")))
     assert main(["report", str(results), "--out", str(tmp_path / "out"), "--jobs", str(jobs)]) == 1
-    fleet = (tmp_path / "out" / "fleet.md").read_text()   # the conflict is n01's named failure, whatever the split
-    assert "11 nodes." in fleet and "| n01 | results_conflict | RF-RESULTS-CONFLICT | 'n05.json' also claims" in fleet
+    fleet = (tmp_path / "out" / "fleet.md").read_text()   # n05's named failure, whatever the split; n01 stays n01's
+    assert "12 nodes." in fleet and "| n05 | results_delivered | RF-RESULTS-WRONG-NODE | 'n05.json' was fetched " \
+        "from node n05 but names node 'n01'" in fleet and "| n01 | pass | 2 | yes |" in fleet
     assert (tmp_path / "out" / "fleet.prom").is_file() and (tmp_path / "out" / "fleet-junit.xml").is_file()
     shutil.rmtree(tmp_path / "out")
     (results / "n05.json").write_text(json.dumps(eight_gpus("n05")))
