@@ -48,14 +48,17 @@ def valid_until(expr: str | None, finished: dt.datetime, hours: float | None = N
 
 def expired_since(doc: Mapping[str, Any], now: dt.datetime) -> dt.datetime | None:
     """The moment a complete document's verdict stopped vouching for its node, when that is before `now`;
-    None while it is valid, or for a document that says nothing of its validity (written before it did)."""
-    raw = doc.get("valid_until")
-    if not doc.get("complete") or not isinstance(raw, str):
+    None while it is valid, or for a document that says nothing of its validity (written before it did).
+    A valid_until that is not a time (a number, 'garbage') vouches for nothing: expired as of `now`."""
+    if not doc.get("complete") or "valid_until" not in doc or doc.get("valid_until") is None:
         return None
+    raw = doc["valid_until"]
     try:
-        until = dt.datetime.fromisoformat(raw)
+        until = dt.datetime.fromisoformat(raw) if isinstance(raw, str) else None
     except ValueError:
-        return None
+        until = None
+    if until is None:
+        return now
     if until.tzinfo is None:
         until = until.replace(tzinfo=dt.UTC)
     return until if until < now else None

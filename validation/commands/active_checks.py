@@ -105,9 +105,11 @@ def last_checked(state: dict[str, dict[str, Any]]) -> dict[str, dt.datetime | No
     out: dict[str, dt.datetime | None] = {}
     for node, entry in state.items():
         try:
-            out[node] = dt.datetime.fromisoformat(str(entry["submitted_at"]))
+            when = dt.datetime.fromisoformat(str(entry["submitted_at"]))
         except (KeyError, TypeError, ValueError):
             out[node] = None
+            continue
+        out[node] = when if when.tzinfo else when.replace(tzinfo=dt.UTC)   # a hand-edited time without zone: UTC
     return out
 
 

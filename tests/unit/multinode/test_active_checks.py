@@ -300,3 +300,13 @@ def test_bad_input_is_exit_2_in_one_line_without_a_traceback(argv: list[str], sl
     assert captured.err.startswith("rocm-fleet: error: ") and captured.err.count("\n") == 1, captured.err
     assert "Traceback" not in captured.err and captured.out == ""
     assert not (slurm_tools / "sinfo.argv").exists()          # refused before Slurm was asked anything
+
+
+def test_a_recorded_time_without_a_zone_is_read_as_utc_not_a_crash() -> None:
+    """Issue 39: at d11d023 one hand-edited `submitted_at` without a zone made every timer run fail
+    (comparing it with the aware `now` raised TypeError)."""
+    from validation.commands import active_checks
+    seen = active_checks.last_checked({"n1": {"submitted_at": "2026-12-01T00:00:00"}, "n2": {"job": "7"}})
+    assert seen == {"n1": dt.datetime(2026, 12, 1, tzinfo=dt.UTC), "n2": None}
+    plan = active.plan("lab", [node("n1", "IDLE"), node("n2", "IDLE")], [], 50, last_checked=seen, now=NOW)
+    assert list(plan.chosen) == ["n2"]               # never checked first, then the oldest

@@ -54,11 +54,20 @@ def test_a_verdict_read_after_its_validity_fails_the_node_and_says_since_when() 
 @pytest.mark.parametrize("kept", [
     doc("fresh"),                                         # within its week
     doc("older-writer", valid_until=None),                # written before documents said so: not judged by age
-    doc("interrupted", complete=False),                   # incomplete already fails; no validity to judge
-    doc("unreadable", valid_until="next tuesday")])
+    doc("interrupted", complete=False)])                  # incomplete already fails; no validity to judge
 def test_no_flag_where_the_document_still_vouches_or_says_nothing(kept: dict) -> None:
     expire(kept, FINISHED + dt.timedelta(days=3))
     assert all(c["code"] != "RF-VALIDATION-EXPIRED" for c in kept["checks"])
+
+
+@pytest.mark.parametrize("until", ["next tuesday", 4102444800, ["2099-01-01"]])
+def test_a_validity_that_is_not_a_time_vouches_for_nothing(until: object) -> None:
+    """Issue 39: at d11d023 a valid_until the report could not read ('next tuesday', a number) never expired:
+    a document that claims a validity no one can check now fails its node as expired."""
+    odd = doc("odd", valid_until="auto")
+    odd["valid_until"] = until
+    expire(odd, FINISHED + dt.timedelta(hours=1))
+    assert [c["status"] for c in odd["checks"] if c["code"] == "RF-VALIDATION-EXPIRED"] == ["error"]
 
 
 def test_the_fleet_report_fails_the_expired_node_and_passes_the_fresh_one(tmp_path: Path, capsys) -> None:
