@@ -102,11 +102,19 @@ def failing_codes(paths: list[Path]) -> tuple[str, ...]:
     for path in paths:
         try:
             doc = json.loads(path.read_text())
-        except (OSError, ValueError):
-            codes.append("RF-NODE-NO-RESULTS")
+            checks = doc["checks"]
+            if not isinstance(checks, list) or not all(isinstance(c, dict) for c in checks):
+                raise TypeError("checks is not a list of objects")
+        except (OSError, ValueError, KeyError, TypeError):
+            codes.append("RF-NODE-NO-RESULTS")        # missing, unreadable or of the wrong shape: no verdict
             continue
-        codes += [str(c.get("code") or "RF-TOOL-FAILED") for c in doc.get("checks", []) if c.get("status") in FAILING]
+        codes += [_code(c.get("code")) for c in checks if c.get("status") in FAILING]
     return tuple(dict.fromkeys(codes))
+
+
+def _code(value: object) -> str:
+    """A check's code as a results document gives it; anything that is not one code is RF-CHECK-FAILED."""
+    return value if isinstance(value, str) and remediate.CODE.fullmatch(value) else "RF-CHECK-FAILED"
 
 
 def _codes_text(codes: tuple[str, ...]) -> str:

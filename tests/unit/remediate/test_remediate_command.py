@@ -161,3 +161,17 @@ def test_limits_that_cannot_work_are_one_line_and_exit_2(bad: list[str], slurm, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("rocm-fleet: error: ") and "rocm_fleet_remediate_" in err[0]
     assert node()["updates"] == []
+
+
+def test_results_of_the_wrong_shape_are_no_results_and_odd_codes_are_not_codes(tmp_path: Path) -> None:
+    """Issue 39: at d11d023 a results document whose checks were not a list of objects crashed `end` after
+    the reboot (exit 2, the attempt left pending), and any value stood in for a code."""
+    from validation.commands.remediate import failing_codes
+    odd = {"list.json": [1, 2], "dict.json": {"checks": {"a": 1}}, "strings.json": {"checks": ["x"]}}
+    for name, doc in odd.items():
+        (tmp_path / name).write_text(json.dumps(doc))
+    assert failing_codes([tmp_path / n for n in odd]) == ("RF-NODE-NO-RESULTS",)
+    (tmp_path / "codes.json").write_text(json.dumps({"checks": [
+        {"status": "fail", "code": ["RF-A"]}, {"status": "fail", "code": "RF-ECC\nRF-X"},
+        {"status": "fail", "code": None}, {"status": "fail", "code": "RF-MCE"}, {"status": "pass", "code": "RF-Z"}]}))
+    assert failing_codes([tmp_path / "codes.json"]) == ("RF-CHECK-FAILED", "RF-MCE")
