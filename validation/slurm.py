@@ -126,8 +126,11 @@ def reason_text(prefix: str, text: str) -> str:
     whole = " ".join((prefix + text).split())
     if len(whole) <= REASON_MAX:
         return whole
-    cut = whole[:REASON_MAX + 1]
-    return cut.rsplit(" ", 1)[0] if " " in cut[len(prefix):] else whole[:REASON_MAX]
+    cut = whole[:REASON_MAX]
+    if whole[REASON_MAX] == " " or " " not in cut[len(prefix):]:
+        return cut
+    head, _, partial = cut.rpartition(" ")
+    return head if len(partial) <= 40 else cut        # a code is short; a long word is cut where it is
 
 
 def drain_argv(node: str, reason: str) -> list[str]:
