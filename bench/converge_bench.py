@@ -1,19 +1,20 @@
 """No-op converge against a trivial play on the same hosts, interleaved in one run (issue 20).
 
     python -m bench.converge_bench -i INVENTORY [--limit-one HOST] [--repeats 2] [--json FILE]
-                                   [--playbook playbooks/site.yml] [--shards N] [--pull]
+                                   [--playbook playbooks/site.yml] [--shards N] [--pull] [--per-role]
 
-The hosts must already be converged (a first `ansible-playbook playbooks/site.yml`), so every
-repeat is the no-op an operator re-runs after each change. Each repeat runs, in this order: the
-trivial play (facts and one debug) on one host, the playbook on one host, the trivial play on all
-hosts, the playbook on all hosts (and, with --shards N, site.yml on all hosts through `rocm-fleet converge
---shards N`; with --pull, playbooks/pull.yml, where the nodes converge themselves, on one host and on all
-hosts, and through `rocm-fleet converge --pull --shards N`). Per run it records the wall time, the
-controller's CPU seconds (ansible-playbook and everything it forked: workers and ssh, from the
-children's rusage), and the recap of every host (ok, changed, skipped, failed: a no-op must show
-changed=0). It prints the ratios the issue sets goals for: playbook / trivial play on the same hosts,
-CPU-s per host, and all hosts / one host.
-"""
+The hosts must already be converged (a first `ansible-playbook playbooks/site.yml`), so every repeat is the
+no-op an operator re-runs after each change. Each repeat runs, in this order: the trivial play (facts and one
+debug) on one host, the playbook on one host, the trivial play on all hosts, the playbook on all hosts (and,
+with --shards N, site.yml on all hosts through `rocm-fleet converge --shards N`; with --pull,
+playbooks/pull.yml, where the nodes converge themselves, on one host and on all hosts, and through `rocm-fleet
+converge --pull --shards N`; with --per-role, the playbook on all hosts once per role of site.yml with `--tags
+ROLE`, and once with `--tags rocm_fleet_no_role`, which runs the preflight and the play's own tasks and no
+role's: a role's price is its run's CPU-s above that floor). Per run it records the wall time, the
+controller's CPU seconds (ansible-playbook and everything it forked: workers and ssh, from the children's
+rusage), and the recap of every host (ok, changed, skipped, failed: a no-op must show changed=0). It prints
+the ratios the issue sets goals for: playbook / trivial play on the same hosts, CPU-s per host, and all hosts
+/ one host."""
 
 from __future__ import annotations
 
@@ -30,9 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from validation.recap import counts as recap_counts
+from validation.spec import roles_for
 
 ROOT = Path(__file__).resolve().parents[1]
 PULL = ROOT / "playbooks/pull.yml"
+NO_ROLE = "rocm_fleet_no_role"      # a tag no task has: the run's floor (preflight, the play's own tasks)
 TRIVIAL = """\
 - name: Trivial play (facts and one debug)
   hosts: all
@@ -82,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="also run site.yml on all hosts through `rocm-fleet converge --shards N` each repeat")
     parser.add_argument("--pull", action="store_true",
                         help="also run playbooks/pull.yml (nodes converge themselves) on one and on all hosts")
+    parser.add_argument("--per-role", action="store_true",
+                        help="also run the playbook on all hosts with --tags ROLE for each role of site.yml, and with "
+                             "a tag no role has (the floor): the CPU-s each role adds per host")
     args = parser.parse_args(argv)
     listed = subprocess.run([str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(args.inventory),
                              "--list"], capture_output=True, text=True, check=True, cwd=ROOT)
@@ -107,11 +113,14 @@ def main(argv: list[str] | None = None) -> int:
             variants += [("pull", PULL, one, 1), ("pull", PULL, args.hosts, len(hosts))]
             if args.shards:
                 variants.append(("pull-sharded", PULL, args.hosts, len(hosts)))
+        roles = [NO_ROLE, *roles_for("site")] if args.per_role else []
+        variants += [(f"role:{role}", args.playbook, args.hosts, len(hosts)) for role in roles]
         runs: list[dict] = []
         for repeat in range(args.repeats):
             for name, playbook, limit, count in variants:
+                tags = ["--tags", name.removeprefix("role:")] if name.startswith("role:") else []
                 result = {"repeat": repeat + 1, "variant": name, "hosts": count,
-                          **run(playbook, args.inventory, limit, extra if name != "trivial" else [],
+                          **run(playbook, args.inventory, limit, (extra + tags) if name != "trivial" else [],
                                 shards=args.shards if name.endswith("sharded") else 0, pull=name.startswith("pull"))}
                 runs.append(result)
                 per_host = [sum(r[k] for k in ("ok", "changed", "skipped", "failed")) for r in result["recap"].values()]
@@ -150,6 +159,23 @@ def main(argv: list[str] | None = None) -> int:
             summary["pull"]["sharded"] = {"wall_s": median("pull-sharded", len(hosts), "wall_s"),
                                           "cpu_s_per_host": round(median("pull-sharded", len(hosts), "cpu_s")
                                                                   / len(hosts), 2)}
+    if roles:
+        floor = median(f"role:{NO_ROLE}", len(hosts), "cpu_s")
+        summary["per_role"] = {"floor_cpu_s_per_host": round(floor / len(hosts), 2), "roles": {}}
+        for role in roles[1:]:
+            cpu = median(f"role:{role}", len(hosts), "cpu_s")
+            tasks = statistics.median(sum(r[k] for r in run_["recap"].values() for k in ("ok", "skipped", "changed"))
+                                      / len(hosts) for run_ in runs if run_["variant"] == f"role:{role}")
+            floor_tasks = statistics.median(sum(r[k] for r in run_["recap"].values() for k in ("ok", "skipped",
+                                                                                              "changed"))
+                                            / len(hosts) for run_ in runs if run_["variant"] == f"role:{NO_ROLE}")
+            summary["per_role"]["roles"][role] = {
+                "cpu_s_per_host": round((cpu - floor) / len(hosts), 2), "tasks_per_host": tasks - floor_tasks,
+                "wall_s": median(f"role:{role}", len(hosts), "wall_s")}
+        print(f"{'role':18} {'CPU-s/host':>10} {'tasks/host':>10}  (above the floor: "
+              f"{summary['per_role']['floor_cpu_s_per_host']} CPU-s per host)")
+        for role, row in summary["per_role"]["roles"].items():
+            print(f"{role:18} {row['cpu_s_per_host']:>10.2f} {row['tasks_per_host']:>10.1f}")
     print(json.dumps(summary, indent=2))
     if args.json:
         args.json.write_text(json.dumps({"hosts": hosts, "playbook": str(args.playbook), "runs": runs,

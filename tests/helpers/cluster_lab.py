@@ -16,6 +16,22 @@ from validation.lab import Lab
 
 KEYRING = "/etc/apt/keyrings/rocm-fleet-lab.asc"
 MIRROR_LIST = "/etc/apt/sources.list.d/rocm-fleet-lab.list"
+SERVICE_PORTS = 8          # a lab's block: Slurm's slurmctld and one slurmd a host, a test's TCP servers
+SERVICE_RANGE = (17000, 33000)
+
+
+def service_ports(lab: Lab) -> int:
+    """The first of SERVICE_PORTS loopback ports that belong to this lab's services (slurmctld, slurmd,
+    a test's TCP server), apart from every other running lab's, also of this checkout (labs run side by
+    side). The lab's hosts hold their SSH ports while it runs, so no two running labs share a first SSH
+    port; the block is SERVICE_PORTS ports per SSH port from 17000 on."""
+    assert lab.info is not None
+    first = lab.info.hosts[0].port
+    base = SERVICE_RANGE[0] + SERVICE_PORTS * (first - 2000)
+    if first > 2000 and base + SERVICE_PORTS <= SERVICE_RANGE[1]:
+        return base
+    raise AssertionError(f"the lab's first SSH port {first} is outside 2001-3999: give the module's *_PORT_BASE "
+                         "environment variable a base in that range")
 
 
 def cluster_inventory(lab: Lab, path: Path, group_vars: dict[str, Any]) -> Path:

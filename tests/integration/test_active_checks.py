@@ -1,7 +1,7 @@
 """Active checks on a schedule (issue 33, item 4) on two lab hosts with real Slurm 24.11, real systemd, real SSH.
 
 Its own lab (name $ROCM_FLEET_ACTIVE_LAB_NAME, default rfact-<checkout key>; SSH ports
-$ROCM_FLEET_ACTIVE_PORT_BASE + 1..2, default 2951-2952; Slurm ports + 15000; inventory
+$ROCM_FLEET_ACTIVE_PORT_BASE + 1..2, default free ones; Slurm ports from cluster_lab.service_ports; inventory
 inventories/lab/<name>*.yml so that the lab's group_vars apply), removed at the end also on failure.
 tests/integration/playbooks/lab_slurm.yml makes the hosts a Slurm cluster (partition `lab`, both
 nodes); playbooks/active_checks.yml installs the suite on both and roles/active_checks on the first
@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_run import ROOT, PlaybookRun, run_playbook
-from cluster_lab import cluster_inventory
+from cluster_lab import cluster_inventory, service_ports
 from waiting import wait_for
 
 from validation.lab import Lab, default_lab_name
@@ -42,7 +42,8 @@ from validation.lab import Lab, default_lab_name
 pytestmark = pytest.mark.lab
 
 LAB = os.environ.get("ROCM_FLEET_ACTIVE_LAB_NAME") or default_lab_name("rfact")
-PORT_BASE = int(os.environ.get("ROCM_FLEET_ACTIVE_PORT_BASE", "2950"))
+_BASE = os.environ.get("ROCM_FLEET_ACTIVE_PORT_BASE")
+PORT_BASE = int(_BASE) if _BASE else None
 HOSTS = [f"{LAB}-1", f"{LAB}-2"]
 LOGIN = HOSTS[0]
 INTERVAL = 10                   # the timer's period in this lab (default 1800 s)
@@ -85,8 +86,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Path]]:
                                                         "lab_slurm.yml")}]))
             key = base64.b64encode(secrets.token_bytes(1024)).decode()
             start = time.monotonic()
-            slurm = run_playbook(inventory, playbook, "-e", json.dumps({"lab_slurm_munge_key_b64": key,
-                                                                         "lab_slurm_port_base": PORT_BASE + 15000}))
+            slurm = run_playbook(inventory, playbook, "-e", json.dumps({
+                "lab_slurm_munge_key_b64": key, "lab_slurm_port_base": service_ports(the_lab)}))
             assert slurm.rc == 0, slurm.output[-4000:]
             TIMES["slurm up"] = time.monotonic() - start
             # A site's priority weights: with all of Slurm's weights 0 (its defaults) every job has priority 1 and

@@ -3,19 +3,16 @@ planted drift and resuming it by itself once fixed. Real Slurm 24.11 (Debian), r
 Flap control shows in the package-hold test: the first failing run leaves the node in service, the
 second (node_health_drain_after: 2 for the planted codes) drains it with the streak as the reason.
 
-Its own lab (name rfhlt, SSH ports 2841-2842, inventory inventories/lab/rfhlt*.yml so that the lab's
-group_vars apply), removed at the end also on failure. site.yml provisions the hosts as the lab
-declares (ROCm packages held, THP madvise, NUMA balancing 0); playbooks/health.yml installs the
-suite and roles/node_health. The lab hosts have no GPU, so their spec declares none
-(validation_gpu_count: null): the GPU checks skip and the health verdict turns on configuration, the
-kernel log and processes holding a device. The "device" a planted process holds is a plain file at
-/dev/dri/renderD128 inside the host, because a lab host has no DRM device; the scan that finds it
-reads /proc as on a real node.
-
-THP belongs to the one kernel every lab host and this machine share: the THP drift is planted
-there, and restored in a finally (both lab nodes see it, as both would on a shared kernel).
-
-    .venv/bin/pytest tests/integration/test_health.py -q
+Its own lab (name rfhlt-<checkout key>, free SSH ports, Slurm ports from cluster_lab.service_ports,
+inventory inventories/lab/rfhlt*.yml so that the lab's group_vars apply), removed at the end also on failure.
+site.yml provisions the hosts as the lab declares (ROCm packages held, THP madvise, NUMA balancing 0);
+playbooks/health.yml installs the suite and roles/node_health. The lab hosts have no GPU, so their spec
+declares none (validation_gpu_count: null): the GPU checks skip and the health verdict turns on configuration,
+the kernel log and processes holding a device. The "device" a planted process holds is a plain file at
+/dev/dri/renderD128 inside the host, because a lab host has no DRM device; the scan that finds it reads /proc
+as on a real node. THP belongs to the one kernel every lab host and this machine share: the THP drift is
+planted there, and restored in a finally (both lab nodes see it, as both would on a shared kernel).
+.venv/bin/pytest tests/integration/test_health.py -q
 """
 
 from __future__ import annotations
@@ -35,16 +32,17 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_run import ROOT, run_playbook
-from cluster_lab import cluster_inventory
+from cluster_lab import cluster_inventory, service_ports
 from waiting import wait_for
 
-from validation.lab import Lab
+from validation.lab import Lab, default_lab_name
 
 pytestmark = pytest.mark.lab
 
-LAB = "rfhlt"
-PORT_BASE = int(os.environ.get("ROCM_FLEET_HEALTH_PORT_BASE", "2840"))
-HOSTS = ["rfhlt-1", "rfhlt-2"]
+LAB = os.environ.get("ROCM_FLEET_HEALTH_LAB_NAME") or default_lab_name("rfhlt")
+_BASE = os.environ.get("ROCM_FLEET_HEALTH_PORT_BASE")
+PORT_BASE = int(_BASE) if _BASE else None
+HOSTS = [f"{LAB}-1", f"{LAB}-2"]
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 INTERVAL = 10
 TEXTFILE = "/var/lib/prometheus/node-exporter/rocm_fleet_health.prom"
@@ -142,7 +140,7 @@ def slurm_lab(lab: tuple[Lab, Path]) -> tuple[Lab, Path]:
     playbook.write_text(yaml.safe_dump([
         {"ansible.builtin.import_playbook": str(ROOT / "tests" / "integration" / "playbooks" / "lab_slurm.yml")}]))
     run = run_playbook(inventory, playbook, "-e", json.dumps({"lab_slurm_munge_key_b64": key,
-                                                              "lab_slurm_port_base": PORT_BASE + 15000}))
+                                                              "lab_slurm_port_base": service_ports(the_lab)}))
     assert run.rc == 0, run.output[-4000:]
     rc, output, _ = health_play(inventory, node_health_method="slurm")
     assert rc == 0, output[-4000:]
@@ -241,6 +239,7 @@ def test_a_process_left_holding_a_device_drains_the_node_until_it_is_gone(slurm_
           "after it was killed")
 
 
+@pytest.mark.kernel_writer      # THP is the machine's: no other lab file meanwhile (.ci/test's kernel part)
 def test_thp_changed_by_hand_drains_and_the_fix_resumes(slurm_lab) -> None:
     the_lab, _ = slurm_lab
     before = THP.read_text().split("[")[1].split("]")[0]

@@ -1,7 +1,8 @@
 """Multi-node launch on three lab hosts: real OpenMPI over real SSH through `rocm-fleet cluster`.
 
 Its own lab (name $ROCM_FLEET_MPI_LAB_NAME, default rfmpi-<checkout key>; SSH ports
-$ROCM_FLEET_MPI_PORT_BASE + 1..3, default 2441-2443; inventory in a temporary directory),
+$ROCM_FLEET_MPI_PORT_BASE + 1..3, default free ones, its TCP ports from cluster_lab.service_ports; inventory in a
+temporary directory),
 removed at the end also on failure.
 The hosts get the lab mirror as their only package source (the Debian
 archive line is removed first, so the mirror must carry everything; three tasks here instead of
@@ -32,7 +33,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_run import ROOT, PlaybookRun, run_playbook
-from cluster_lab import cli, cluster_inventory, leftovers, mirror_only_play
+from cluster_lab import cli, cluster_inventory, leftovers, mirror_only_play, service_ports
 
 from validation import runner
 from validation.lab import Lab, default_lab_name
@@ -42,14 +43,16 @@ from validation.multinode.remote import ssh_argv, sweep
 pytestmark = pytest.mark.lab
 
 LAB = os.environ.get("ROCM_FLEET_MPI_LAB_NAME") or default_lab_name("rfmpi")
-PORT_BASE = int(os.environ.get("ROCM_FLEET_MPI_PORT_BASE", "2440"))
+_BASE = os.environ.get("ROCM_FLEET_MPI_PORT_BASE")
+PORT_BASE = int(_BASE) if _BASE else None
 HOSTS = [f"{LAB}-1", f"{LAB}-2", f"{LAB}-3"]
 H1, H2, H3 = HOSTS
 JOB_USER = "rocm-fleet-mpi"    # mpi_launcher_user's default
 SMOKE = "/etc/rocm-fleet/cluster/rocm_fleet_mpi_smoke.py"
 STRAY_PATTERN = "rocm_fleet_mpi_smoke|prted|prterun|mpirun|sleep 300|ib_write_bw"
-# perftest TCP ports: the lab hosts share the machine's network, so derive them from the lab's own ports
-TCP_PORT = PORT_BASE + 16000
+# perftest TCP ports: the lab hosts share the machine's network, so they come from the lab's own block
+# (cluster_lab.service_ports), set once the lab is up
+TCP_PORT = 0
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +61,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Pat
     work = tmp_path_factory.mktemp("multinode")
     lab = Lab(LAB, len(HOSTS), mirror=True, port_base=PORT_BASE, inventory_path=work / "lab.yml")
     with lab:
+        global TCP_PORT
+        TCP_PORT = service_ports(lab) + 6
         inventory = cluster_inventory(lab, work / "cluster.yml", {
             "mpi_launcher_cluster_name": LAB,
             "mpi_launcher_controller_key_dir": str(work / "keys"),
@@ -357,7 +362,7 @@ def test_rotating_the_cluster_key_replaces_it_on_every_node_and_the_old_key_stop
                                            old_key, JOB_USER])]).returncode == 0
     only_old_key = ["-F", "/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-i", old_key,
                     "-o", "UserKnownHostsFile=/etc/rocm-fleet/cluster/known_hosts", "-o", f"HostKeyAlias={H2}",
-                    "-p", str(PORT_BASE + 2), "-l", JOB_USER, "127.0.0.1", "true"]
+                    "-p", str(lab.info.hosts[1].port), "-l", JOB_USER, "127.0.0.1", "true"]
     try:
         assert lab.ssh(H1, [shlex.join(["sudo", "-n", "-u", JOB_USER, "--", "ssh", *only_old_key])]
                        ).returncode == 255

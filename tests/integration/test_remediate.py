@@ -12,7 +12,7 @@ its spec declaring them): the transient CPER record goes drain at once -> reboot
 resume; the pending pages, kept across the reboot, go drain -> one reboot -> held with amd-smi's bad-pages
 view in the bundle. These run last: the GPU node stays so until the lab is removed.
 
-Its own lab (name rfrem, SSH ports 2881-2882, Slurm ports 17880-17882, inventory
+Its own lab (name rfrem-<checkout key>, free SSH ports, Slurm ports from cluster_lab.service_ports, inventory
 inventories/lab/rfrem*.yml so that the lab's group_vars apply), removed at the end also on failure.
 The faults are planted on the second host only: the first runs slurmctld, and scontrol needs it.
 The hosts have no GPU, so their spec declares none (validation_gpu_count: null) and the tiers run
@@ -42,16 +42,17 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_run import ROOT, run_playbook
-from cluster_lab import cluster_inventory
+from cluster_lab import cluster_inventory, service_ports
 from waiting import wait_for
 
-from validation.lab import Lab
+from validation.lab import Lab, default_lab_name
 
 pytestmark = pytest.mark.lab
 
-LAB = "rfrem"
-PORT_BASE = int(os.environ.get("ROCM_FLEET_REMEDIATE_PORT_BASE", "2880"))
-HOSTS = ["rfrem-1", "rfrem-2"]
+LAB = os.environ.get("ROCM_FLEET_REMEDIATE_LAB_NAME") or default_lab_name("rfrem")
+_BASE = os.environ.get("ROCM_FLEET_REMEDIATE_PORT_BASE")
+PORT_BASE = int(_BASE) if _BASE else None
+HOSTS = [f"{LAB}-1", f"{LAB}-2"]
 INTERVAL = 10
 RECORD = "/var/lib/rocm-fleet/remediate.json"
 ADMIN_REASON = "disk swap, ticket 4711"
@@ -81,7 +82,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Path]]:
             playbook.write_text(yaml.safe_dump([{"ansible.builtin.import_playbook":
                                                  str(ROOT / "tests" / "integration" / "playbooks" / "lab_slurm.yml")}]))
             slurm = run_playbook(inventory, playbook, "-e", json.dumps({"lab_slurm_munge_key_b64": key,
-                                                                       "lab_slurm_port_base": PORT_BASE + 15000}))
+                                                                       "lab_slurm_port_base": service_ports(the_lab)}))
             assert slurm.rc == 0, slurm.output[-4000:]
             health = run_playbook(inventory, ROOT / "playbooks" / "health.yml", "-e",
                                   json.dumps({**NO_GPU, "node_health_method": "slurm"}))

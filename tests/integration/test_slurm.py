@@ -1,8 +1,8 @@
 """Multi-node launch through Slurm's srun on two lab hosts: real Slurm 24.11, real OpenMPI 5 over PMIx.
 
 Its own lab (name $ROCM_FLEET_SLURM_LAB_NAME, default rfslm-<checkout key>; SSH ports
-$ROCM_FLEET_SLURM_PORT_BASE + 1..2, default 2741-2742; inventory in a temporary directory),
-removed at the end also on failure.
+$ROCM_FLEET_SLURM_PORT_BASE + 1..2, default free ones, Slurm ports from cluster_lab.service_ports; inventory in a
+temporary directory), removed at the end also on failure.
 The hosts get the lab mirror as their only package source, then
 tests/integration/playbooks/lab_slurm.yml makes them a small real Slurm cluster (the site's
 Slurm: rocm-fleet does not install Slurm), then playbooks/cluster.yml with
@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible_run import ROOT, PlaybookRun, run_playbook
-from cluster_lab import MIRROR_LIST, cli, cluster_inventory, leftovers, mirror_only_play
+from cluster_lab import MIRROR_LIST, cli, cluster_inventory, leftovers, mirror_only_play, service_ports
 from waiting import wait_for
 
 from validation import recap
@@ -41,7 +41,8 @@ from validation.lab import Lab, default_lab_name
 pytestmark = pytest.mark.lab
 
 LAB = os.environ.get("ROCM_FLEET_SLURM_LAB_NAME") or default_lab_name("rfslm")
-PORT_BASE = int(os.environ.get("ROCM_FLEET_SLURM_PORT_BASE", "2740"))
+_BASE = os.environ.get("ROCM_FLEET_SLURM_PORT_BASE")
+PORT_BASE = int(_BASE) if _BASE else None
 HOSTS = [f"{LAB}-1", f"{LAB}-2"]
 SMOKE = "/etc/rocm-fleet/cluster/rocm_fleet_mpi_smoke.py"
 STRAY_PATTERN = "rocm_fleet_mpi_smoke|srun"
@@ -71,7 +72,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Pat
         ], sort_keys=False))
         key = base64.b64encode(secrets.token_bytes(1024)).decode()
         first = run_playbook(inventory, playbook, "-e", json.dumps({"lab_slurm_munge_key_b64": key,
-                                                                 "lab_slurm_port_base": PORT_BASE + 15000}))
+                                                                 "lab_slurm_port_base": service_ports(lab)}))
         yield lab, inventory, first
 
 

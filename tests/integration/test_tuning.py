@@ -26,6 +26,8 @@ from ansible_run import ROOT, PlaybookRun, playbook
 
 from validation.report import load_run
 
+# it changes THP and NUMA balancing of the machine's one kernel: no other lab file meanwhile (.ci/test's kernel part)
+pytestmark = pytest.mark.kernel_writer
 ROLES = "node_tuning,gpu_access,env_profiles"
 KNOBS = {"thp_enabled": Path("/sys/kernel/mm/transparent_hugepage/enabled"),
          "thp_defrag": Path("/sys/kernel/mm/transparent_hugepage/defrag"),

@@ -13,8 +13,10 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import kernel_knobs
 import pytest
 from recorded_host import RecordedHost
 
@@ -144,7 +146,16 @@ def test_slurm_decision(wanted: str, states: str, reason: str | None, action: st
     assert slurm.decide(wanted, node, "RF-ECC") == action
 
 
-def test_the_health_command_judges_drift_and_writes_a_textfile_promtool_accepts(tmp_path: Path) -> None:
+@pytest.fixture
+def kernel_settings_held() -> Iterator[None]:
+    """THP is the machine's: a lab test file that changes it on purpose (test_tuning.py, test_health.py) may
+    run beside the unit tests (.ci/test), so this test holds it shared (tests/helpers/kernel_knobs.py)."""
+    with kernel_knobs.shared():
+        yield
+
+
+def test_the_health_command_judges_drift_and_writes_a_textfile_promtool_accepts(
+        tmp_path: Path, kernel_settings_held: None) -> None:
     """On this machine, for real: THP is whatever its kernel says; the spec declares the other value."""
     thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
     if not thp.exists():
