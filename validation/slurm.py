@@ -122,7 +122,7 @@ def jobs_argv(node: str) -> list[str]:
 
 def reason_text(prefix: str, text: str) -> str:
     """prefix + text on one line, at most REASON_MAX characters, cut between words: a code cut in half
-    (RF-VRAM-LOW -> RF-VRAM) would be read back as another code by remediation."""
+    (the first half of RF-VRAM-LOW) would be read back as another code by remediation."""
     whole = " ".join((prefix + text).split())
     if len(whole) <= REASON_MAX:
         return whole

@@ -1,14 +1,15 @@
 """One kernel for every lab: THP and NUMA balancing are the machine's, shared by every lab host of every lab
 (docs/lab.md). Lab test files run side by side (docs/testing.md), and so may another checkout's; a test that
 changes those knobs on purpose (planted drift, a restore) must not meet a converge that writes them back, a
-validation that judges them, or a lab whose health mode reads them in the background. So every lab test file
-holds the knobs `shared` while it runs (tests/integration/conftest.py), and a file that writes them holds
-them `exclusive`: a reader-writer lock over two files in the lab's cache directory (flock, machine-wide,
-across checkouts too), with the writer first in line (a waiting writer stops new readers, so readers that
-keep coming cannot keep it waiting for ever).
+validation that judges them, or a lab whose health mode reads them in the background. So every lab test
+file holds the knobs `shared` while it runs (tests/integration/conftest.py), and a test that writes them
+holds them `exclusive` for its own duration: a reader-writer lock on a file in the lab's cache directory
+(flock, machine-wide, across checkouts too).
 
-A process takes the shared lock once however often it nests, because a nested request could otherwise
-wait behind a writer that waits for this very process.
+Readers go first: a waiting writer does not stop new files from starting, so a writer test waits until no
+other lab file runs (its worker idles meanwhile, the others carry on), then runs alone. A writer in a file
+that holds the shared lock itself gives it up while it waits and takes it back after (flock would otherwise
+make the process wait for itself).
 """
 
 from __future__ import annotations
@@ -22,53 +23,69 @@ from pathlib import Path
 
 from validation.lab.paths import cache_dir
 
-_held = threading.local()
+_held = threading.local()          # depth: nested shared() calls; fd: the descriptor holding LOCK_SH
+KNOBS = (Path("/sys/kernel/mm/transparent_hugepage/enabled"), Path("/sys/kernel/mm/transparent_hugepage/defrag"),
+         Path("/proc/sys/kernel/numa_balancing"))
 
 
-def _files() -> tuple[Path, Path]:
-    return cache_dir() / "kernel-knobs.lock", cache_dir() / "kernel-knobs.turn.lock"
+def read() -> dict[Path, str]:
+    """The knobs' current values ('[madvise]' of 'always [madvise] never'), of those this kernel has."""
+    found = {}
+    for path in KNOBS:
+        if path.exists():
+            text = path.read_text().strip()
+            found[path] = text[text.index("[") + 1:text.index("]")] if "[" in text else text
+    return found
 
 
-@contextmanager
-def _flock(path: Path, mode: int) -> Iterator[None]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+def write(values: dict[Path, str]) -> None:
+    """Put the knobs back to `values` (what read() gave)."""
+    for path, value in values.items():
+        path.write_text(value + "\n")
+
+
+def _path() -> Path:
+    return cache_dir() / "kernel-knobs.lock"
+
+
+def _lock(mode: int) -> int:
+    fd = os.open(_path(), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, mode)
-        yield
-    finally:
-        os.close(fd)                      # closing releases the lock
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 @contextmanager
 def shared() -> Iterator[None]:
-    """Hold the knobs as a reader (nothing may change them meanwhile)."""
+    """Hold the knobs as a reader (nothing may change them meanwhile); nested calls take the lock once."""
     depth = getattr(_held, "depth", 0)
-    if depth:
-        _held.depth = depth + 1
-        try:
-            yield
-        finally:
-            _held.depth -= 1
-        return
-    main, turn = _files()
-    fd = os.open(main, os.O_RDWR | os.O_CREAT, 0o644)
+    if not depth:
+        _held.fd = _lock(fcntl.LOCK_SH)
+    _held.depth = depth + 1
     try:
-        with _flock(turn, fcntl.LOCK_EX):          # behind any writer already waiting
-            fcntl.flock(fd, fcntl.LOCK_SH)
-        _held.depth = 1
-        try:
-            yield
-        finally:
-            _held.depth = 0
+        yield
     finally:
-        os.close(fd)
+        _held.depth -= 1
+        if not _held.depth:
+            os.close(_held.fd)             # closing releases the lock
+            _held.fd = None
 
 
 @contextmanager
 def exclusive() -> Iterator[None]:
-    """Hold the knobs alone, to change them (waits for the readers in flight; new ones wait behind)."""
-    if getattr(_held, "depth", 0):
-        raise RuntimeError("kernel_knobs.exclusive() inside shared(): this process would wait for itself")
-    main, turn = _files()
-    with _flock(turn, fcntl.LOCK_EX), _flock(main, fcntl.LOCK_EX):
-        yield
+    """Hold the knobs alone, to change them: waits until no one else holds them."""
+    reading = getattr(_held, "depth", 0) > 0
+    if reading:
+        os.close(_held.fd)                 # give up this process's shared hold while it waits and writes
+    try:
+        fd = _lock(fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            os.close(fd)
+    finally:
+        if reading:
+            _held.fd = _lock(fcntl.LOCK_SH)

@@ -1,8 +1,8 @@
 """The lab for the integration tests, and how the lab test files run side by side.
 
-The session lab (`lab` fixture) serves the files that share one converged lab in file order (marked
-`xdist_group("session-lab")`: test_lab, test_provision, test_pull, ...); every other file brings its own
-lab. Removed at the end, also on failure.
+The session lab (`lab` fixture) serves the files that share one converged lab in file order (SESSION_LAB:
+test_lab, test_provision, test_pull, ...); every other file brings its own lab. Removed at the end, also on
+failure.
 
     ROCM_FLEET_LAB_HOSTS       host count (default 2)
     ROCM_FLEET_LAB_NAME        lab name, host name prefix and podman label value
@@ -15,12 +15,16 @@ The default name differs from `rocm-fleet lab up` (rflab-<checkout key>), so a l
 its hosts. Names carry the checkout's key, so test runs from two clones never meet, and the xdist worker,
 so two labs of one run never meet either.
 
-Side by side (`.ci/test`, docs/testing.md): `pytest tests/integration -n N --dist loadgroup`. Each file is
-one work unit (its own lab, its module fixtures set up once), the session-lab files one unit together, and
-the units are handed out longest first (LONGEST_FIRST, from the measured times in docs/testing.md).
+Side by side (`.ci/test`, docs/testing.md): `pytest tests/integration -n N --dist loadscope
+--no-loadscope-reorder`. LabFileScheduling makes each file one work unit (its own lab, its module fixtures
+set up once) and the SESSION_LAB files one unit together, handed out longest first (LONGEST_FIRST, from the
+measured times in docs/testing.md). Not xdist's `xdist_group` marks: pytest 9.2 names a test by `_id`, and
+pytest-xdist 3.8 still renames `_nodeid`, so the marks group nothing (tried: one file's tests ran on three
+workers, each setting up the file's lab).
 Kernel-wide settings (THP, NUMA balancing) are the machine's: every lab file holds them shared while it
-runs, a file whose selected tests change them on purpose (marker `kernel_writer`) exclusive
-(tests/helpers/kernel_knobs.py); `.ci/test` runs those tests (`-m kernel_writer`) before the others.
+runs, and a test that changes them on purpose (fixture `kernel_exclusive`) holds them alone: it waits until
+no other lab file runs (tests/helpers/kernel_knobs.py). Such files come last (LONGEST_FIRST), so that little
+else is left to wait for.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pathlib import Path
 
 import kernel_knobs
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 from validation.lab import Lab, default_lab_name
 
@@ -38,11 +43,14 @@ WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 LAB_NAME = os.environ.get("ROCM_FLEET_LAB_NAME") or default_lab_name("rftest") + (f"-{WORKER}" if WORKER else "")
 INTEGRATION = Path(__file__).resolve().parent
 
+# The files that share the session lab, in file order: one work unit.
+SESSION_LAB = ("test_lab", "test_provision", "test_pull", "test_validation_tools", "test_version_rollback",
+               "test_watch_remote")
 # Work units, longest first (measured wall minutes on the 2-core machine, docs/testing.md): handed out in this
 # order, the long ones start first and the short ones fill in behind them. A file not listed comes last.
 LONGEST_FIRST = (
-    "session-lab", "test_remediate", "test_fleet", "test_health", "test_rollout", "test_active_checks",
-    "test_slurm", "test_multinode", "test_partition", "test_newcomer",
+    "test_fleet", "test_remediate", "test_health", "test_rollout", "session-lab", "test_slurm",
+    "test_active_checks", "test_multinode", "test_newcomer", "test_partition", "test_tuning",
 )
 
 
@@ -60,29 +68,48 @@ def lab() -> Iterator[Lab]:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def kernel_settings(request: pytest.FixtureRequest) -> Iterator[None]:
-    """The machine's kernel settings for the whole file: held shared by a file that only reads or converges
-    them (its lab's health mode reads them in the background, between the tests too), exclusive by a file
-    of which a selected test changes them on purpose (marker `kernel_writer`; .ci/test runs those alone)."""
-    writes = any(item.get_closest_marker("kernel_writer") for item in request.session.items
-                 if getattr(item, "module", None) is request.module)
-    with kernel_knobs.exclusive() if writes else kernel_knobs.shared():
+def kernel_settings() -> Iterator[None]:
+    """The machine's kernel settings, held shared for the whole file: its converges write them, its checks
+    judge them, and its lab's health mode reads them in the background, between the tests too."""
+    with kernel_knobs.shared():
         yield
 
 
-def _unit(item: pytest.Item) -> str:
-    marker = item.get_closest_marker("xdist_group")
-    return str(marker.args[0]) if marker else Path(str(item.fspath)).stem
+@pytest.fixture
+def kernel_exclusive() -> Iterator[None]:
+    """For a test that changes THP or NUMA balancing on purpose: it waits until no other lab file runs, and
+    the settings it found are written back when it ends, before any other lab file may start."""
+    with kernel_knobs.exclusive():
+        found = kernel_knobs.read()
+        try:
+            yield
+        finally:
+            kernel_knobs.write(found)
+
+
+def work_unit(nodeid: str) -> str:
+    """The work unit of a test: its file's name, "session-lab" for the SESSION_LAB files."""
+    stem = Path(nodeid.split("::", 1)[0]).stem
+    return "session-lab" if stem in SESSION_LAB else stem
+
+
+class LabFileScheduling(LoadScopeScheduling):
+    """xdist's LoadScopeScheduling with a lab file (or the session lab's files together) as the scope."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return work_unit(nodeid)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LabFileScheduling | None:
+    return LabFileScheduling(config, log) if config.getoption("dist") == "loadscope" else None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every integration file one work unit (unless it names its group), the units longest first."""
+    """The lab tests grouped by work unit, the units longest first (each keeps its tests in file order)."""
     order = {name: i for i, name in enumerate(LONGEST_FIRST)}
     mine = [i for i in items if Path(str(i.fspath)).is_relative_to(INTEGRATION)]
-    for item in mine:
-        if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(_unit(item)))
-    rank = {id(item): (order.get(_unit(item), len(order)), n) for n, item in enumerate(mine)}
+    rank = {id(item): (order.get(work_unit(item.nodeid), len(order)), n) for n, item in enumerate(mine)}
     mine.sort(key=lambda item: rank[id(item)])
     others = [i for i in items if not Path(str(i.fspath)).is_relative_to(INTEGRATION)]
     items[:] = [*mine, *others]

@@ -239,8 +239,7 @@ def test_a_process_left_holding_a_device_drains_the_node_until_it_is_gone(slurm_
           "after it was killed")
 
 
-@pytest.mark.kernel_writer      # THP is the machine's: no other lab file meanwhile (.ci/test's kernel part)
-def test_thp_changed_by_hand_drains_and_the_fix_resumes(slurm_lab) -> None:
+def test_thp_changed_by_hand_drains_and_the_fix_resumes(slurm_lab, kernel_exclusive: None) -> None:
     the_lab, _ = slurm_lab
     before = THP.read_text().split("[")[1].split("]")[0]
     planted = "never" if before != "never" else "always"

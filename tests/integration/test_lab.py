@@ -20,9 +20,6 @@ from validation.errors import LabError
 from validation.lab import Lab, default_lab_name, hosts, mirror
 from validation.lab.podman import LABEL, containers, image_exists, podman
 
-# one work unit with the other files on the session lab, in file order (tests/integration/conftest.py)
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("session-lab")]
-
 ROOT = Path(__file__).resolve().parents[2]
 ANSIBLE = Path(sys.executable).parent / "ansible"
 # apt state for the mirror checks, inside a lab host and apart from the host's own apt state

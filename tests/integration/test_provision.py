@@ -18,9 +18,6 @@ from ansible_run import ROOT, PlaybookRun, converge_in_slices, playbook
 from validation import openpgp
 from validation.report import load_run
 
-# one work unit with the other files on the session lab, in file order (tests/integration/conftest.py)
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("session-lab")]
-
 GROUP_VARS = yaml.safe_load((ROOT / "inventories" / "lab" / "group_vars" / "lab.yml").read_text())
 
 

@@ -16,8 +16,7 @@ from ansible_run import PlaybookRun, converge_in_slices, playbook
 
 from validation import recap
 
-# one work unit with the other files on the session lab, in file order (tests/integration/conftest.py)
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("session-lab")]
+pytestmark = pytest.mark.lab
 PREFIX = "/opt/rocm-fleet/pull"
 
 

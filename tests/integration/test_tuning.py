@@ -6,7 +6,8 @@ Run with its own lab so it never meets another lab's hosts:
     ROCM_FLEET_LAB_INVENTORY=$PWD/inventories/lab/rftune.yml .venv/bin/pytest tests/integration/test_tuning.py
 
 THP and NUMA balancing belong to the one kernel that every lab host and this machine share: the
-module records them before the first converge and writes them back at the end, also on failure.
+module records them before the first converge and writes them back at the end, also on failure, and a
+test that changes them holds them alone (fixture kernel_exclusive: it waits until no other lab file runs).
 ROCM_FLEET_TUNING_ROLES_ONLY=1 converges the three roles (and node_reboot) without the rest of
 site.yml, for when another role of site.yml cannot run.
 """
@@ -20,14 +21,13 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import kernel_knobs
 import pytest
 import yaml
 from ansible_run import ROOT, PlaybookRun, playbook
 
 from validation.report import load_run
 
-# it changes THP and NUMA balancing of the machine's one kernel: no other lab file meanwhile (.ci/test's kernel part)
-pytestmark = pytest.mark.kernel_writer
 ROLES = "node_tuning,gpu_access,env_profiles"
 KNOBS = {"thp_enabled": Path("/sys/kernel/mm/transparent_hugepage/enabled"),
          "thp_defrag": Path("/sys/kernel/mm/transparent_hugepage/defrag"),
@@ -62,13 +62,15 @@ def _write_knob(path: Path, value: str) -> None:
 
 @pytest.fixture(scope="module")
 def shared_kernel() -> Iterator[dict[str, str]]:
-    """THP and NUMA balancing as found before the tests; written back at the end."""
+    """THP and NUMA balancing as found before the tests; written back at the end, alone (the tests that
+    change them hold them alone too: fixture kernel_exclusive, tests/integration/conftest.py)."""
     before = {name: _read_knob(path) for name, path in KNOBS.items()}
     try:
         yield before
     finally:
-        for name, path in KNOBS.items():
-            _write_knob(path, before[name])
+        with kernel_knobs.exclusive():
+            for name, path in KNOBS.items():
+                _write_knob(path, before[name])
 
 
 def set_kernel(thp_enabled: str | None = None, thp_defrag: str | None = None, numa: str | None = None) -> None:
@@ -237,7 +239,7 @@ def test_drift_checks_pass_on_converged_hosts(lab, inventory: Path, converged, t
 
 
 def test_hand_made_drift_is_reported_with_expected_and_found(lab, inventory: Path, site: str, converged,
-                                                             tmp_path: Path) -> None:
+                                                             tmp_path: Path, kernel_exclusive: None) -> None:
     host = host_names(lab)[0]
     edit = lab.run(host, ["sed", "-i", "s/^export HIP_FORCE_DEV_KERNARG=1$/export HIP_FORCE_DEV_KERNARG=0/",
                           "/etc/profile.d/rocm-fleet.sh"])
@@ -273,7 +275,7 @@ def test_hand_made_drift_is_reported_with_expected_and_found(lab, inventory: Pat
     assert "export HIP_FORCE_DEV_KERNARG=1\n" in cat(lab, host, "/etc/profile.d/rocm-fleet.sh")
 
 
-def test_restart_brings_back_the_persisted_settings(lab, converged) -> None:
+def test_restart_brings_back_the_persisted_settings(lab, converged, kernel_exclusive: None) -> None:
     host = host_names(lab)[0]
     set_kernel(thp_enabled="always", thp_defrag="always", numa="1")
     lab.restart(host)
@@ -327,7 +329,8 @@ def test_kernel_cmdline_drop_in_flags_a_reboot_that_validation_reports_as_pendin
     assert lab.run(host, ["test", "-e", "/etc/default/grub.d/90-rocm-fleet.cfg"]).returncode == 1
 
 
-def test_state_absent_restores_what_was_there_before(lab, inventory: Path, site: str, converged) -> None:
+def test_state_absent_restores_what_was_there_before(lab, inventory: Path, site: str, converged,
+                                                     kernel_exclusive: None) -> None:
     host = host_names(lab)[0]
     absent = {"node_tuning_state": "absent", "gpu_access_state": "absent", "env_profiles_state": "absent"}
     clean = playbook(inventory, site, "--tags", ROLES, extra=absent)

@@ -32,9 +32,6 @@ from ansible_run import BIN, ROOT, PlaybookRun
 
 from validation.lab.podman import podman
 
-# one work unit with the other files on the session lab, in file order (tests/integration/conftest.py)
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("session-lab")]
-
 PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "validation_tools.yml"
 PREFIX = "/opt/rocm-fleet/tools"
 CACHE = "/var/cache/rocm-fleet/tools"

@@ -6,11 +6,7 @@ so the modules before it see the hosts as site.yml left them.
 
 from __future__ import annotations
 
-import pytest
 from ansible_run import playbook
-
-# one work unit with the other files on the session lab, in file order (tests/integration/conftest.py)
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("session-lab")]
 
 UPGRADE_ROWS = [  # the lab's own qualification of sid's ROCm 7.2 user space on trixie, for this rehearsal only
     {"kind": "driver", "driver": "inbox", "rocm": ["7.2"], "os": ["debian-13"],

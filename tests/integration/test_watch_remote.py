@@ -24,9 +24,6 @@ from validation.idle import Ownership
 from validation.lab import Lab
 from validation.probes import gpu_activity, gpu_watch
 
-# one work unit with the other files on the session lab, in file order (tests/integration/conftest.py)
-pytestmark = [pytest.mark.lab, pytest.mark.xdist_group("session-lab")]
-
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "nvidia-smi"
 VIEWS = {"gpu": "h200-x1-rocm-fleet-idle-query-gpu-util-mem-clocks.txt",
          "idle": "h200-x1-rocm-fleet-idle-query-compute-apps.txt",
