@@ -6,10 +6,11 @@ file holds the knobs `shared` while it runs (tests/integration/conftest.py), and
 holds them `exclusive` for its own duration: a reader-writer lock on a file in the lab's cache directory
 (flock, machine-wide, across checkouts too).
 
-Readers go first: a waiting writer does not stop new files from starting, so a writer test waits until no
-other lab file runs (its worker idles meanwhile, the others carry on), then runs alone. A writer in a file
-that holds the shared lock itself gives it up while it waits and takes it back after (flock would otherwise
-make the process wait for itself).
+Writers go first: a waiting writer stops new files from starting (they queue at a turnstile, a second lock
+file the writer holds while it waits), so it waits only for the files already running to end, not for every
+file left in the run (seen with readers first on two workers: test_health.py's THP test idled its worker
+until the last other file had run). A writer in a file that holds the shared lock itself gives it up while
+it waits and takes it back after (flock would otherwise make the process wait for itself).
 """
 
 from __future__ import annotations
@@ -44,12 +45,15 @@ def write(values: dict[Path, str]) -> None:
         path.write_text(value + "\n")
 
 
-def _path() -> Path:
-    return cache_dir() / "kernel-knobs.lock"
+def _path(name: str = "kernel-knobs.lock") -> Path:
+    return cache_dir() / name
 
 
-def _lock(mode: int) -> int:
-    fd = os.open(_path(), os.O_RDWR | os.O_CREAT, 0o644)
+TURNSTILE = "kernel-knobs.turnstile"
+
+
+def _lock(mode: int, name: str = "kernel-knobs.lock") -> int:
+    fd = os.open(_path(name), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, mode)
     except BaseException:
@@ -58,12 +62,21 @@ def _lock(mode: int) -> int:
     return fd
 
 
+def _read_lock() -> int:
+    """LOCK_SH on the knobs, taken after passing the turnstile (a waiting writer holds it)."""
+    gate = _lock(fcntl.LOCK_SH, TURNSTILE)
+    try:
+        return _lock(fcntl.LOCK_SH)
+    finally:
+        os.close(gate)
+
+
 @contextmanager
 def shared() -> Iterator[None]:
     """Hold the knobs as a reader (nothing may change them meanwhile); nested calls take the lock once."""
     depth = getattr(_held, "depth", 0)
     if not depth:
-        _held.fd = _lock(fcntl.LOCK_SH)
+        _held.fd = _read_lock()
     _held.depth = depth + 1
     try:
         yield
@@ -81,11 +94,15 @@ def exclusive() -> Iterator[None]:
     if reading:
         os.close(_held.fd)                 # give up this process's shared hold while it waits and writes
     try:
-        fd = _lock(fcntl.LOCK_EX)
+        gate = _lock(fcntl.LOCK_EX, TURNSTILE)     # new readers wait from now on
+        try:
+            fd = _lock(fcntl.LOCK_EX)              # the readers already in end their files
+        finally:
+            os.close(gate)
         try:
             yield
         finally:
             os.close(fd)
     finally:
         if reading:
-            _held.fd = _lock(fcntl.LOCK_SH)
+            _held.fd = _read_lock()
