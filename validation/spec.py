@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -190,14 +190,33 @@ def argument_options(roles_dir: Path = ROLES_DIR) -> dict[str, dict[str, Any]]:
     return options
 
 
-def declared_problems(variables: Mapping[str, Any], roles_dir: Path = ROLES_DIR) -> list[str]:
+def required_options(roles: Iterable[str], roles_dir: Path = ROLES_DIR) -> dict[str, str]:
+    """Variable -> the role whose argument spec (entry point main) requires it, for `roles`."""
+    required: dict[str, str] = {}
+    for role in roles:
+        path = roles_dir / role / "meta" / "argument_specs.yml"
+        if path.is_file():
+            main = ((yaml.safe_load(path.read_text()) or {}).get("argument_specs") or {}).get("main") or {}
+            for name, option in (main.get("options") or {}).items():
+                if (option or {}).get("required"):
+                    required.setdefault(name, role)
+    return required
+
+
+def declared_problems(variables: Mapping[str, Any], roles_dir: Path = ROLES_DIR, *,
+                      required_by: Iterable[str] = (),
+                      options: Mapping[str, dict[str, Any]] | None = None) -> list[str]:
     """One line per declared variable whose value its owner's argument spec refuses (a type, a choice, a
     nested option), by Ansible's own validator, as the role would at its start: `spec`, `validate` and
     the playbooks' preflight refuse the node's variables before anything reads them. A value still to be
     templated is left to the role; where no roles/ is beside the suite (an installed wheel on a node)
     there is nothing to check against, and validate.yml's role checked them on the controller. A checkout
     run on a GPU node without ansible-core (nodes install the suite --no-deps) has no validator: the roles
-    check the same specs when they converge."""
+    check the same specs when they converge.
+
+    With `required_by` (the roles a playbook is about to apply) a variable that one of their specs requires
+    and `variables` lacks is a problem too: the playbooks' preflight checks the declared variables here once
+    per host instead of through each role's own argument-spec task (a task per role and host)."""
     if not roles_dir.is_dir():
         return []
     try:
@@ -205,11 +224,14 @@ def declared_problems(variables: Mapping[str, Any], roles_dir: Path = ROLES_DIR)
     except ImportError:
         return []
 
-    options = argument_options(roles_dir)
+    options = argument_options(roles_dir) if options is None else options
     given = {name: value for name, value in variables.items() if name in options and not _templated(value)}
     spec = {name: {k: v for k, v in options[name].items() if k not in ("required", "description")}
             for name in given}
-    return sorted(str(error) for error in ArgumentSpecValidator(spec).validate(given).errors)
+    problems = [str(error) for error in ArgumentSpecValidator(spec).validate(given).errors]
+    problems += [f"{name} is required by the role {role} (roles/{role}/meta/argument_specs.yml); declare it"
+                 for name, role in required_options(required_by, roles_dir).items() if variables.get(name) is None]
+    return sorted(problems)
 
 
 def refuse_undeclarable(by_host: Mapping[str, Mapping[str, Any]], roles_dir: Path = ROLES_DIR) -> None:

@@ -42,11 +42,13 @@ from validation.targets import partition_modes  # noqa: E402
 
 # --- every role ---------------------------------------------------------------------------------
 
-def declared_problems(variables: Mapping[str, Any]) -> list[str]:
+def declared_problems(variables: Mapping[str, Any], required_by: list[str] | None = None) -> list[str]:
     """What the argument specs of the roles that own them refuse in `variables` (a host's hostvars):
-    validation/spec.py:declared_problems, as `rocm-fleet spec` and `validate` check them."""
+    validation/spec.py:declared_problems, as `rocm-fleet spec` and `validate` check them; with
+    `required_by`, also what those roles' specs require and the host lacks."""
     options = spec.argument_options()
-    return spec.declared_problems({name: variables[name] for name in options if name in variables})
+    return spec.declared_problems({name: variables[name] for name in options if name in variables},
+                                  required_by=required_by or (), options=options)
 
 
 # --- rocm_repo ----------------------------------------------------------------------------------

@@ -80,3 +80,14 @@ def test_a_checkout_on_a_node_without_ansible_core_is_not_refused_for_lacking_th
     # "No module named 'ansible'", before the first check. Nodes install the suite --no-deps.
     monkeypatch.setitem(sys.modules, "ansible.module_utils.common.arg_spec", None)   # import raises ImportError
     assert spec.declared_problems({**spec.role_defaults(), **BAD}) == []
+
+
+def test_what_the_applied_roles_require_is_a_problem_only_when_missing() -> None:
+    """The playbooks' preflight checks the required variables here, not through a task per role and host."""
+    defaults = spec.role_defaults()
+    without = {name: value for name, value in defaults.items() if name != "rocm_version"}
+    assert spec.declared_problems(without) == []                      # no roles applied: nothing required
+    assert spec.declared_problems(without, required_by=["rocm"]) == [
+        "rocm_version is required by the role rocm (roles/rocm/meta/argument_specs.yml); declare it"]
+    assert spec.declared_problems({**without, "rocm_version": "6.2.4"}, required_by=["rocm"]) == []
+    assert spec.declared_problems(without, required_by=["node_drain"]) == []
