@@ -16,9 +16,10 @@ its hosts. Names carry the checkout's key, so test runs from two clones never me
 so two labs of one run never meet either.
 
 Side by side (`ROCM_FLEET_TEST_LAB_WORKERS=N .ci/test`, or `pytest tests/integration -n N --dist loadscope
---no-loadscope-reorder`; docs/testing.md says why CI runs them one after another on its 2-core machine). LabFileScheduling makes each file one work unit (its own lab, its module fixtures
-set up once) and the SESSION_LAB files one unit together, handed out longest first (LONGEST_FIRST, from the
-measured times in docs/testing.md). Not xdist's `xdist_group` marks: pytest 9.2 names a test by `_id`, and
+--no-loadscope-reorder`; docs/testing.md says why CI runs them one after another on its 2-core machine).
+LabFileScheduling makes each file one work unit (its own lab, its module fixtures set up once) and the
+SESSION_LAB files one unit together, handed out longest first (LONGEST_FIRST, from the measured times in
+docs/testing.md). Not xdist's `xdist_group` marks: pytest 9.2 names a test by `_id`, and
 pytest-xdist 3.8 still renames `_nodeid`, so the marks group nothing (tried: one file's tests ran on three
 workers, each setting up the file's lab).
 Kernel-wide settings (THP, NUMA balancing) are the machine's: every lab file holds them shared while it

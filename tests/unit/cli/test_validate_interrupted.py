@@ -48,10 +48,12 @@ def test_an_interrupted_run_keeps_its_partial_results_marks_them_incomplete_and_
     env.update(PATH=f"{tmp_path / 'bin'}{os.pathsep}{env.get('PATH', '')}", FAKE_SSH_LOG=str(tmp_path / "ssh.log"),
                FAKE_SSH_DELAY="0.05", FAKE_SSH_HANG="n2")
     results = tmp_path / "r"
-    proc = subprocess.Popen([sys.executable, "-m", "validation", "validate", "-i", str(tmp_path / "inventory.yml"),
-                             "--hosts", "ansible://gpu_nodes", "--tier", "smoke", "--no-gpu", "--forks", "2",
-                             "--results", str(results)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    # Output to files, not pipes: the fake ssh of n2 sleeps an hour where a real one gives up after its
+    # ConnectTimeout, and whatever still sleeps holds a pipe open long after the run has returned.
+    with (tmp_path / "out").open("w") as stdout, (tmp_path / "err").open("w") as stderr:
+        proc = subprocess.Popen([sys.executable, "-m", "validation", "validate", "-i", str(tmp_path / "inventory.yml"),
+                                 "--hosts", "ansible://gpu_nodes", "--tier", "smoke", "--no-gpu", "--forks", "2",
+                                 "--results", str(results)], env=env, stdout=stdout, stderr=stderr, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:      # n1 has finished and n2 hangs on its first command
         try:
@@ -62,7 +64,11 @@ def test_an_interrupted_run_keeps_its_partial_results_marks_them_incomplete_and_
         time.sleep(0.2)
     time.sleep(1.0)
     proc.send_signal(sig)
-    out, err = proc.communicate(timeout=60)
+    try:
+        proc.wait(timeout=60)
+    finally:
+        subprocess.run(["pkill", "-f", str(tmp_path / "bin" / "ssh")], check=False)   # the fake's hour-long sleep
+    out, err = (tmp_path / "out").read_text(), (tmp_path / "err").read_text()
     assert proc.returncode == rc, out[-2000:] + err[-2000:]
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
     (line,) = [ln for ln in err.splitlines() if "interrupted" in ln]

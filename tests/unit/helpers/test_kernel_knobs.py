@@ -18,15 +18,15 @@ def own_lock_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _reader(seconds: float, log: str) -> None:
     with kernel_knobs.shared():
-        with open(log, "a") as out:
+        with Path(log).open("a") as out:
             out.write(f"reader{seconds} in\n")
         time.sleep(seconds)
 
 
 def _writer(log: str) -> None:
-    with kernel_knobs.shared(), kernel_knobs.exclusive():     # a lab file's test that changes the knobs
-        with open(log, "a") as out:
-            out.write("writer in\n")
+    # a lab file's test that changes the knobs
+    with kernel_knobs.shared(), kernel_knobs.exclusive(), Path(log).open("a") as out:
+        out.write("writer in\n")
 
 
 def test_a_waiting_writer_goes_before_a_reader_that_came_after_it(tmp_path: Path) -> None:
