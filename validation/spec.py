@@ -183,29 +183,31 @@ def argument_options(roles_dir: Path = ROLES_DIR) -> dict[str, dict[str, Any]]:
               roles_dir.parent / "playbooks" / "argument_specs.yml"]
     options: dict[str, dict[str, Any]] = {}
     for path in owners:
-        if path.is_file():
-            main = ((yaml.safe_load(path.read_text()) or {}).get("argument_specs") or {}).get("main") or {}
-            for name, option in (main.get("options") or {}).items():
-                options.setdefault(name, option)
+        for name, option in _main_options(path).items():
+            options.setdefault(name, option)
     return options
+
+
+def _main_options(path: Path) -> dict[str, Any]:
+    """The options of an argument_specs.yml's entry point main ({} where there is no such file)."""
+    if not path.is_file():
+        return {}
+    main = ((yaml.safe_load(path.read_text()) or {}).get("argument_specs") or {}).get("main") or {}
+    return main.get("options") or {}
 
 
 def required_options(roles: Iterable[str], roles_dir: Path = ROLES_DIR) -> dict[str, str]:
     """Variable -> the role whose argument spec (entry point main) requires it, for `roles`."""
     required: dict[str, str] = {}
     for role in roles:
-        path = roles_dir / role / "meta" / "argument_specs.yml"
-        if path.is_file():
-            main = ((yaml.safe_load(path.read_text()) or {}).get("argument_specs") or {}).get("main") or {}
-            for name, option in (main.get("options") or {}).items():
-                if (option or {}).get("required"):
-                    required.setdefault(name, role)
+        for name, option in _main_options(roles_dir / role / "meta" / "argument_specs.yml").items():
+            if (option or {}).get("required"):
+                required.setdefault(name, role)
     return required
 
 
 def declared_problems(variables: Mapping[str, Any], roles_dir: Path = ROLES_DIR, *,
-                      required_by: Iterable[str] = (),
-                      options: Mapping[str, dict[str, Any]] | None = None) -> list[str]:
+                      required_by: Iterable[str] = ()) -> list[str]:
     """One line per declared variable whose value its owner's argument spec refuses (a type, a choice, a
     nested option), by Ansible's own validator, as the role would at its start: `spec`, `validate` and
     the playbooks' preflight refuse the node's variables before anything reads them. A value still to be
@@ -224,7 +226,7 @@ def declared_problems(variables: Mapping[str, Any], roles_dir: Path = ROLES_DIR,
     except ImportError:
         return []
 
-    options = argument_options(roles_dir) if options is None else options
+    options = argument_options(roles_dir)
     given = {name: value for name, value in variables.items() if name in options and not _templated(value)}
     spec = {name: {k: v for k, v in options[name].items() if k not in ("required", "description")}
             for name in given}

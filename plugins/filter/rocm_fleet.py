@@ -48,7 +48,7 @@ def declared_problems(variables: Mapping[str, Any], required_by: list[str] | Non
     `required_by`, also what those roles' specs require and the host lacks."""
     options = spec.argument_options()
     return spec.declared_problems({name: variables[name] for name in options if name in variables},
-                                  required_by=required_by or (), options=options)
+                                  required_by=required_by or ())
 
 
 # --- rocm_repo ----------------------------------------------------------------------------------
