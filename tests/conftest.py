@@ -21,6 +21,12 @@ def repo_root() -> Path:
     return ROOT
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--lab-units", choices=("all", "side", "alone"), default="all",
+                     help="lab files (tests/integration/conftest.py): 'side' those that may run beside each other, "
+                          "'alone' those that change the machine's kernel settings on purpose, 'all' (default) both")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         parts = Path(str(item.fspath)).relative_to(ROOT).parts

@@ -109,10 +109,28 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LabFileSc
     return LabFileScheduling(config, log) if config.getoption("dist") == "loadscope" else None
 
 
+def alone_units(items: list[pytest.Item]) -> set[str]:
+    """The work units with a test that changes the machine's kernel settings on purpose (kernel_exclusive):
+    beside another lab file, each such test waits until that file has ended (and the file started after it,
+    for the next such test), so these units run on their own (`--lab-units alone`) and the rest side by side
+    (`--lab-units side`)."""
+    return {work_unit(item.nodeid) for item in items if "kernel_exclusive" in getattr(item, "fixturenames", ())}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The lab tests grouped by work unit, the units longest first (each keeps its tests in file order)."""
+    """The lab tests of the units `--lab-units` asks for, grouped by work unit, the units longest first (each
+    keeps its tests in file order)."""
     order = {name: i for i, name in enumerate(LONGEST_FIRST)}
     mine = [i for i in items if Path(str(i.fspath)).is_relative_to(INTEGRATION)]
+    wanted = config.getoption("lab_units")
+    if wanted != "all":
+        alone = alone_units(mine)
+        dropped = [i for i in mine if (work_unit(i.nodeid) in alone) != (wanted == "alone")]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            gone = {id(i) for i in dropped}
+            mine = [i for i in mine if id(i) not in gone]
+            items[:] = [i for i in items if id(i) not in gone]
     rank = {id(item): (order.get(work_unit(item.nodeid), len(order)), n) for n, item in enumerate(mine)}
     mine.sort(key=lambda item: rank[id(item)])
     others = [i for i in items if not Path(str(i.fspath)).is_relative_to(INTEGRATION)]
