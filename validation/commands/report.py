@@ -13,8 +13,7 @@ from pathlib import Path
 from validation import fleet
 from validation.commands import _push
 from validation.errors import RocmFleetError
-from validation.records import to_jsonable
-from validation.report import fleet_text, forked, render_html, render_terminal
+from validation.report import fleet_text, forked, machine, render_html, render_terminal
 from validation.report.gather import MAX_JOBS, gather
 from validation.report.load import with_missing
 from validation.report.markdown import printable
@@ -27,7 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="smallest gap below the batch median that fails a GPU or link, in %% (default per metric "
                    "family: 5 for throughput, 10 for latency; the peers' scatter and the probe's spread can widen it)")
     p.add_argument("--out", type=Path, default=None, help="write report files here (default RESULTS_DIR)")
-    p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document instead of the table: every node's verdict, failures with their "
+                        "codes and GPUs or links, judged counts, completeness and validity "
+                        "(validation/report/fleet_schema.json)")
     p.add_argument("--expect", metavar="NODE", nargs="*", action="extend", default=[],
                    help="nodes that were targeted: one without a results document is reported as a failure")
     p.add_argument("--unreachable", metavar="NODE", nargs="*", action="extend", default=[],
@@ -68,9 +70,8 @@ def run(args: argparse.Namespace) -> int:
             lambda: (out / "fleet-junit.xml").write_text(fleet_text.junit(nodes)),
             lambda: (out / "fleet.md").write_text(fleet_text.markdown(nodes, summaries)),
         ], jobs=read.jobs)
-    statuses = [c["status"] for n in nodes for c in n["checks"]]
-    failed = any(s in ("fail", "timeout", "error") for s in statuses) or not all(n.get("complete") for n in nodes)
-    doc = {"schema_version": 1, "nodes": len(nodes), "failed": failed, "metrics": to_jsonable(summaries)}
+    doc = machine.fleet_document(nodes, summaries, run_id=args.results.resolve().name)
+    failed = doc["failed"]
     pushed = _push.maybe_push(args, doc)
     if args.json:
         print(json.dumps({**doc, **({"push": pushed} if pushed else {})}, indent=2))

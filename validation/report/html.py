@@ -111,7 +111,14 @@ def failures(nodes: list[dict[str, Any]]) -> tuple[list[tuple[str, dict]], list[
     return real, lab
 
 
+# A check's fields that node_schema.json does not require: absent reads as none in the page's template, whose
+# undefined names are errors (a schema-valid check with no message crashed the whole report).
+_OPTIONAL_CHECK_FIELDS = {"name": None, "tier": None, "code": None, "message": None, "hint": None,
+                          "duration_s": None}
+
+
 def render_html(nodes: list[dict[str, Any]], *, title: str) -> str:
+    nodes = [{**node, "checks": [{**_OPTIONAL_CHECK_FIELDS, **check} for check in node["checks"]]} for node in nodes]
     real_failures, lab_failures = failures(nodes)
     return _ENV.get_template("report.html.j2").render(
         title=title, nodes=nodes, node_status=node_status, overview=summary.overview(nodes),

@@ -214,7 +214,7 @@ def test_report_push_sends_the_fleet_summary_and_leaks_no_secret(
     doc = json.loads(out)
     assert doc["push"]["url"] == endpoint.url and doc["push"]["attempts"] == 2
     sent = json.loads(endpoint.received[-1]["body"])
-    assert sent["nodes"] == 2 and sent["failed"] is False
+    assert sent["node_count"] == 2 and sent["failed"] is False and sent["verdict"] == "pass"
     (metric,) = sent["metrics"]
     assert (metric["metric"], metric["minimum"], metric["maximum"]) == ("gemm_bf16_tflops", 590.0, 600.0)
     assert endpoint.received[-1]["headers"]["Authorization"] == f"Bearer {TOKEN}"   # not the URL's basic auth
