@@ -52,13 +52,18 @@ def expired_since(doc: Mapping[str, Any], now: dt.datetime) -> dt.datetime | Non
     A valid_until that is not a time (a number, 'garbage') vouches for nothing: expired as of `now`."""
     if not doc.get("complete") or "valid_until" not in doc or doc.get("valid_until") is None:
         return None
-    raw = doc["valid_until"]
+    until = parsed(doc["valid_until"])
+    if until is None:
+        return now
+    return until if until < now else None
+
+
+def parsed(raw: object) -> dt.datetime | None:
+    """A document's valid_until as a time (one without a zone is UTC); None where it is not a time."""
     try:
         until = dt.datetime.fromisoformat(raw) if isinstance(raw, str) else None
     except ValueError:
-        until = None
-    if until is None:
-        return now
-    if until.tzinfo is None:
+        return None
+    if until is not None and until.tzinfo is None:
         until = until.replace(tzinfo=dt.UTC)
-    return until if until < now else None
+    return until

@@ -287,7 +287,8 @@ def checked(args: argparse.Namespace, node: str, slurm_node: str, overrides: dic
     if args.textfile:
         write_atomically(args.textfile, textfile(doc, ok=passed, duration_s=seconds, finished_at=time.time(),
                                                  drained=drained, codes=decision.codes,
-                                                 history_ok=unreadable is None and not history.problems))
+                                                 history_ok=unreadable is None and not history.problems,
+                                                 held=None if state is None else state.needs_physical_action))
     said = [f"health history unreadable ({unreadable}); "
             + (f"moved aside to {aside.name}" if aside else "left in place, not overwritten")
             + (": Slurm's drain kept as it is this run" if args.slurm else "")] if unreadable else []

@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Any, BinaryIO, TextIO, cast
 from xml.etree import ElementTree as ET
 
+from validation import validity
+from validation.flap import label_code
 from validation.fleet import Delta, MetricSummary
 from validation.records import FAILING
 from validation.report.load import node_status
+from validation.report.machine import node_failed
 from validation.report.markdown import node_cell as _cell
 
 # dict.get as a plain callable for map(): C speed over a million entries, and typed as such for mypy
@@ -68,8 +71,15 @@ def _metric_name(name: str) -> str:
 STATUS_VALUE = {"pass": 0, "skip": 0, "warn": 1, "fail": 2, "timeout": 3, "error": 4}
 
 
-_CHECKS_HEAD = ("# HELP rocm_fleet_check_status 0 pass/skip, 1 warn, 2 fail, 3 timeout, 4 error\n"
+_CHECKS_HEAD = ("# HELP rocm_fleet_check_status 0 pass or skip (the status label tells them apart), 1 warn, 2 fail, "
+                "3 timeout, 4 error; code: the failure code of a failing check\n"
                 "# TYPE rocm_fleet_check_status gauge\n")
+_NODE_HEAD = ("# HELP rocm_fleet_node_failed 1 when the node's verdict is fail: a check failed, timed out or erred, "
+              "or its run did not finish\n"
+              "# TYPE rocm_fleet_node_failed gauge\n")
+_VALID_HEAD = ("# HELP rocm_fleet_node_valid_until_timestamp_seconds Until when the node's verdict vouches for it "
+               "(Unix time; RF-VALIDATION-EXPIRED after it)\n"
+               "# TYPE rocm_fleet_node_valid_until_timestamp_seconds gauge\n")
 _MEASUREMENTS_HEAD = ("# HELP rocm_fleet_measurement measured value (unit in the label)\n"
                       "# TYPE rocm_fleet_measurement gauge\n")
 _COMPLETE_HEAD = ("# HELP rocm_fleet_run_complete 1 when the node's run finished normally\n"
@@ -77,7 +87,9 @@ _COMPLETE_HEAD = ("# HELP rocm_fleet_run_complete 1 when the node's run finished
 
 
 def prometheus(nodes: list[dict[str, Any]]) -> str:
-    """node_exporter textfile: check status (0 ok, 1 warn, 2 fail, 3 timeout, 4 error) and measurements."""
+    """node_exporter textfile: check status (0 pass or skip, 1 warn, 2 fail, 3 timeout, 4 error, labelled with the
+    status and the failure code), measurements, and per node whether its run finished, its verdict and until when
+    it vouches for the node."""
     out = io.StringIO()
     write_prometheus(out, nodes, lambda node: measurement_lines(node["host"], node.get("measurements", [])))
     return out.getvalue()
@@ -90,7 +102,8 @@ def write_prometheus(out: TextIO | _Encoding, nodes: list[dict[str, Any]],
     out.write(_CHECKS_HEAD)
     for node in nodes:
         host = label(node["host"])
-        out.write("".join(f'rocm_fleet_check_status{{node="{host}",check="{label(check["id"])}"}} '
+        out.write("".join(f'rocm_fleet_check_status{{node="{host}",check="{label(check["id"])}",'
+                          f'status="{label(str(check["status"]))}",code="{label(label_code(check))}"}} '
                           f'{STATUS_VALUE.get(check["status"], 4)}\n' for check in node["checks"]))
     out.write(_MEASUREMENTS_HEAD)
     for node in nodes:
@@ -98,6 +111,12 @@ def write_prometheus(out: TextIO | _Encoding, nodes: list[dict[str, Any]],
     out.write(_COMPLETE_HEAD)
     out.write("".join(f'rocm_fleet_run_complete{{node="{label(n["host"])}"}} {1 if n.get("complete") else 0}\n'
                       for n in nodes))
+    out.write(_NODE_HEAD)
+    out.write("".join(f'rocm_fleet_node_failed{{node="{label(n["host"])}"}} {int(node_failed(n))}\n' for n in nodes))
+    until = [(n["host"], validity.parsed(n.get("valid_until"))) for n in nodes]
+    out.write(_VALID_HEAD)
+    out.write("".join(f'rocm_fleet_node_valid_until_timestamp_seconds{{node="{label(host)}"}} {when.timestamp():.0f}\n'
+                      for host, when in until if when is not None))
 
 
 def measurement_lines(host: str, entries: Iterable[Mapping[str, Any]]) -> str:

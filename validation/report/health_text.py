@@ -20,14 +20,17 @@ from validation.report.fleet_text import STATUS_VALUE, label
 
 
 def textfile(doc: dict[str, Any], *, ok: bool, duration_s: float, finished_at: float, drained: bool,
-             codes: Sequence[CodeStatus] = (), history_ok: bool = True) -> str:
+             codes: Sequence[CodeStatus] = (), history_ok: bool = True, held: bool | None = None) -> str:
+    """`held`: Slurm holds the node for physical action (remediation gave up on it); None where the run does
+    not ask Slurm (no series then)."""
     node = label(doc["host"])
-    lines = ["# HELP rocm_fleet_health_check_status Health check status: 0 pass or skip, 1 warn, 2 fail, "
-             "3 timeout, 4 error",
+    lines = ["# HELP rocm_fleet_health_check_status Health check status: 0 pass or skip (the status label tells them "
+             "apart), 1 warn, 2 fail, 3 timeout, 4 error",
              "# TYPE rocm_fleet_health_check_status gauge"]
     for check in doc["checks"]:
         lines.append(f'rocm_fleet_health_check_status{{node="{node}",check="{label(check["id"])}",'
-                     f'code="{label(label_code(check))}"}} {STATUS_VALUE.get(check["status"], 4)}')
+                     f'status="{label(str(check["status"]))}",code="{label(label_code(check))}"}} '
+                     f'{STATUS_VALUE.get(check["status"], 4)}')
     lines += ["# HELP rocm_fleet_health_ok 1 when every health check passed or was skipped with its reason",
               "# TYPE rocm_fleet_health_ok gauge", f'rocm_fleet_health_ok{{node="{node}"}} {int(ok)}',
               "# HELP rocm_fleet_health_last_run_timestamp_seconds When the last health run ended (Unix time)",
@@ -42,6 +45,11 @@ def textfile(doc: dict[str, Any], *, ok: bool, duration_s: float, finished_at: f
               "a part unknown; the run's stderr says which)",
               "# TYPE rocm_fleet_health_history_ok gauge",
               f'rocm_fleet_health_history_ok{{node="{node}"}} {int(history_ok)}']
+    if held is not None:
+        lines += ["# HELP rocm_fleet_health_held_for_physical_action 1 when Slurm holds the node for physical action "
+                  "(remediation gave up on it: docs/remediate.md)",
+                  "# TYPE rocm_fleet_health_held_for_physical_action gauge",
+                  f'rocm_fleet_health_held_for_physical_action{{node="{node}"}} {int(held)}']
     families = (
         ("rocm_fleet_health_failing_runs", "Consecutive failing health runs of a failure code (0 once it passes)",
          lambda c: c.streak),

@@ -24,10 +24,10 @@ from typing import Any
 
 from validation import judged
 from validation.records import to_jsonable
+from validation.report.summary import FAILING
 
 SCHEMA_VERSION = 2
 SCHEMA_FILE = Path(__file__).with_name("fleet_schema.json")
-FAILING = frozenset({"fail", "timeout", "error"})
 STATUSES = ("pass", "warn", "fail", "error", "timeout", "skip")
 MESSAGE_CHARS = 500          # a failure's message as the node said it, cut: the whole one is in its document
 CODELESS = "RF-CHECK-FAILED"  # a failing check without a code (validation/codes.py)
@@ -47,6 +47,15 @@ def _subjects(check: Mapping[str, Any], failing_entries: Mapping[str, set[str]])
     return sorted(found)
 
 
+def failing(check: Mapping[str, Any]) -> bool:
+    return check.get("status") in FAILING
+
+
+def node_failed(doc: Mapping[str, Any]) -> bool:
+    """The node's verdict is fail: a check failed, timed out or erred, or its run did not finish."""
+    return not doc.get("complete") or any(failing(c) for c in doc.get("checks") or () if isinstance(c, Mapping))
+
+
 def node_entry(doc: Mapping[str, Any]) -> dict[str, Any]:
     """One node of the document (see the module docstring), from its results document as the report read it."""
     checks = [c for c in doc.get("checks") or () if isinstance(c, Mapping)]
@@ -56,13 +65,13 @@ def node_entry(doc: Mapping[str, Any]) -> dict[str, Any]:
             failing_entries.setdefault(str(entry["check"]), set()).add(str(entry["subject"]))
     failures = [{"check": str(c.get("id", "")), "status": c["status"], "code": c.get("code") or CODELESS,
                  "subjects": _subjects(c, failing_entries), "message": str(c.get("message") or "")[:MESSAGE_CHARS]}
-                for c in checks if c.get("status") in FAILING]
+                for c in checks if failing(c)]
     counts = Counter(str(c.get("status")) for c in checks)
     complete = bool(doc.get("complete"))
     summary = judged.of(doc)
     return {
         "name": str(doc["host"]),
-        "verdict": "fail" if failures or not complete else "pass",
+        "verdict": "fail" if node_failed(doc) else "pass",
         "complete": complete,
         "missing": bool(doc.get("missing")),
         "tier": doc.get("tier"),

@@ -51,7 +51,7 @@ def test_a_check_failing_without_a_code_gets_rf_check_failed_and_waits_for_its_s
     assert codeless["code"] == "RF-CHECK-FAILED" and "declare validation_target_sku" in codeless["message"]
     assert "RF-CHECK-FAILED failing 1 of 3 before drain" in summary["flap"]["waiting"]
     assert "RF-CHECK-FAILED" not in summary["flap"]["drain"] and "test_" not in summary["flap"]["reason"]
-    assert f'check="{PROCESS_CHECK}",code="RF-CHECK-FAILED"}} 2' in text
+    assert f'check="{PROCESS_CHECK}",status="fail",code="RF-CHECK-FAILED"}} 2' in text
     assert 'rocm_fleet_health_failing_runs{node="node1",code="RF-CHECK-FAILED"} 1' in text
     assert_only_codes_label_code(text)
     memory = json.loads((tmp_path / "state" / "node1.json").read_text())

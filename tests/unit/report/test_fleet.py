@@ -75,9 +75,24 @@ def test_compare_flags_a_regression_beyond_tolerance_and_a_vanished_metric() -> 
 
 def test_prometheus_textfile_has_status_and_measurement_series() -> None:
     text = fleet_text.prometheus([node("n1", {"gpu0": 600.5}, status="fail")])
-    assert 'rocm_fleet_check_status{node="n1",check="test_x.py::test_y"} 2' in text
+    # a failing check without a code of its own carries the one it counts under (validation/flap.py)
+    assert 'rocm_fleet_check_status{node="n1",check="test_x.py::test_y",status="fail",code="RF-CHECK-FAILED"} 2' \
+        in text
     assert 'rocm_fleet_measurement{node="n1",metric="gemm_bf16_tflops",subject="gpu0",unit="TFLOPS"} 600.5' in text
     assert 'rocm_fleet_run_complete{node="n1"} 1' in text
+    assert 'rocm_fleet_node_failed{node="n1"} 1' in text
+
+
+def test_prometheus_tells_a_skipped_check_from_a_passed_one_and_says_until_when_a_node_is_vouched_for() -> None:
+    passed, skipped = node("n1", {}), node("n2", {}, status="skip")
+    passed["valid_until"] = "2026-12-14T10:00:00+00:00"
+    skipped["complete"] = False
+    text = fleet_text.prometheus([passed, skipped])
+    assert 'rocm_fleet_check_status{node="n1",check="test_x.py::test_y",status="pass",code=""} 0' in text
+    assert 'rocm_fleet_check_status{node="n2",check="test_x.py::test_y",status="skip",code=""} 0' in text
+    assert 'rocm_fleet_node_failed{node="n1"} 0' in text and 'rocm_fleet_node_failed{node="n2"} 1' in text
+    assert 'rocm_fleet_node_valid_until_timestamp_seconds{node="n1"} 1797242400' in text
+    assert 'rocm_fleet_node_valid_until_timestamp_seconds{node="n2"' not in text     # it says nothing: no series
 
 
 def test_junit_marks_an_interrupted_node_as_a_failure() -> None:
