@@ -13,6 +13,7 @@ import argparse
 import importlib
 import json
 import sys
+from typing import TYPE_CHECKING, Any
 
 from validation import __version__
 from validation.commands import summaries
@@ -21,10 +22,35 @@ from validation.errors import RocmFleetError
 EXIT_PASS, EXIT_FAIL, EXIT_NO_VERDICT = 0, 1, 2
 
 
+if TYPE_CHECKING:
+    _SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+else:                      # not subscriptable at run time
+    _SubParsers = argparse._SubParsersAction
+
+
+class _Commands(_SubParsers):
+    """Subcommands whose own --help begins with what they do: their line in the parent's --help, unless they
+    give a description of their own."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        said = kwargs.get("help")
+        if kwargs.get("description") is None and isinstance(said, str) and said:
+            kwargs["description"] = said[0].upper() + said[1:].replace("%%", "%") + "."
+        return super().add_parser(name, **kwargs)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose subcommands (and theirs) say what they do in their --help (_Commands)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _Commands)
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser for `argv`: the command argv names is registered in full (its module imported);
     every other command only by name and help line, which is all `--help` shows of them."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="rocm-fleet",
         description="Provision and validate AMD Instinct GPU nodes.",
         epilog="exit codes: 0 all pass (warn allowed unless --strict), 1 any fail or timeout, "

@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     refuse_undeclarable(found)
     specs = {host: declared_state(defaults, host_vars) for host, host_vars in found.items()}
     doc: dict[str, Any] = next(iter(specs.values())) if len(args.hosts) == 1 else {"hosts": specs}
+    doc = json.loads(json.dumps(doc))    # hosts share their roles' defaults: plain YAML, no &id001 / *id001 aliases
     text = json.dumps(doc, indent=2, sort_keys=True) + "\n" if args.json else render_spec(doc)
     print(text, end="")
     return 0

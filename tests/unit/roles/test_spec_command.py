@@ -61,6 +61,7 @@ def test_several_hosts_give_one_file_that_validate_picks_from_by_node_name(capsy
     path = tmp_path / "spec.yml"
     path.write_text(out)
     assert sorted(yaml.safe_load(out)["hosts"]) == [NODE, "gpu-node-02.example.com"]
+    assert "&id" not in out and "*id" not in out       # the hosts' shared defaults printed as plain YAML, twice
     assert load_spec_file(path, NODE)["rocm_version"] == "6.2.4"
 
 
