@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from validation import fleet
+from validation.commands import _node_lists
 from validation.errors import RocmFleetError
 from validation.report import load_run
 from validation.report.acceptance import batch_markdown, node_markdown, verdict
@@ -18,14 +19,14 @@ from validation.report.load import with_missing
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("acceptance", help="write acceptance reports (per node and batch) from a results directory")
-    p.add_argument("results", type=Path, metavar="RESULTS_DIR", help="directory of per-node JSON documents")
+    _node_lists.add_results_dir(p, "directory of per-node JSON documents")
     p.add_argument("--out", type=Path, default=None, help="write the reports here (default RESULTS_DIR)")
-    p.add_argument("--expect", metavar="NODE", nargs="*", action="extend", default=[],
-                   help="nodes that were targeted: one without results is NOT RUN, and the batch fails")
+    _node_lists.add(p, "--expect", help="nodes that were targeted: one without results is NOT RUN, and the batch fails")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    args.results = _node_lists.results_dir(args, ("expect",))
     nodes = fleet.with_batch_checks(with_missing(load_run(args.results), args.expect, []))
     if not nodes:
         raise RocmFleetError(f"no per-node results in {args.results}; run playbooks/acceptance.yml first")

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from validation import fleet
-from validation.commands import _push
+from validation.commands import _node_lists, _push
 from validation.errors import RocmFleetError
 from validation.report import fleet_text, forked, machine, render_html, render_terminal
 from validation.report.gather import MAX_JOBS, gather
@@ -21,7 +21,7 @@ from validation.report.markdown import printable
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="aggregate a results directory over the fleet")
-    p.add_argument("results", type=Path, metavar="RESULTS_DIR", help="directory of per-node JSON documents")
+    _node_lists.add_results_dir(p, "directory of per-node JSON documents")
     p.add_argument("--outlier-pct", type=float, default=None,
                    help="smallest gap below the batch median that fails a GPU or link, in %% (default per metric "
                    "family: 5 for throughput, 10 for latency; the peers' scatter and the probe's spread can widen it)")
@@ -30,10 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="print one JSON document instead of the table: every node's verdict, failures with their "
                         "codes and GPUs or links, judged counts, completeness and validity "
                         "(validation/report/fleet_schema.json)")
-    p.add_argument("--expect", metavar="NODE", nargs="*", action="extend", default=[],
-                   help="nodes that were targeted: one without a results document is reported as a failure")
-    p.add_argument("--unreachable", metavar="NODE", nargs="*", action="extend", default=[],
-                   help="nodes known to have become unreachable during the run (reported as such)")
+    _node_lists.add(p, "--expect", help="nodes that were targeted: one without a results document is reported as a "
+                                        "failure")
+    _node_lists.add(p, "--unreachable", help="nodes known to have become unreachable during the run (reported as such)")
     p.add_argument("--reason", metavar="NODE=TEXT", action="append", default=[], type=_reason,
                    help="what the run saw of a node that delivered no document (the step that failed and its "
                         "message), added to its failure; repeat per node")
@@ -52,6 +51,7 @@ def _reason(text: str) -> tuple[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.results = _node_lists.results_dir(args, ("expect", "unreachable"))
     with gather(args.results, jobs=args.jobs) as read:
         nodes = with_missing(read.nodes, args.expect, args.unreachable, dict(args.reason))
         if not nodes:

@@ -92,3 +92,19 @@ def test_acceptance_verdicts_identity_and_batch(tmp_path: Path) -> None:
     assert main(["acceptance", str(run), "--expect", "n1", "n2"]) == 1
     assert (run / "acceptance-n1.md").exists() and (run / "acceptance.md").exists()
     assert main(["acceptance", str(write(tmp_path / "ok", good))]) == 0
+
+
+def test_a_node_list_before_the_results_directory_no_longer_swallows_it(tmp_path: Path, capsys,
+                                                                         monkeypatch) -> None:
+    """`report --expect n1 n2 DIR` took DIR for a third node and stopped: RESULTS_DIR is missing (issue 44)."""
+    run = write(tmp_path / "run", node("n1"), node("n2"))
+    assert main(["report", "--expect", "n1", "n2", str(run)]) == 0
+    assert main(["report", "--unreachable", "n3", "--expect", "n1", "n2", str(run)]) == 1       # n3 named, run kept
+    assert "| n3 | results_delivered | RF-NODE-UNREACHABLE |" in (run / "fleet.md").read_text()
+    assert main(["acceptance", "--expect", "n1", "n2", "n3", str(run)]) == 1                   # n3 NOT RUN
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "--expect", "n1", "--", "run"]) == 0                                # the documented way
+    capsys.readouterr()
+    assert main(["report", "--expect", "n1", "n2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "RESULTS_DIR is missing; --expect took 'n2' as a node's name" in err, err
