@@ -5,6 +5,7 @@ packages installing on a trixie host. Needs podman, runc and debootstrap (see do
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from validation.cli import main
 from validation.errors import LabError
 from validation.lab import Lab, default_lab_name, hosts, mirror
 from validation.lab.podman import LABEL, containers, image_exists, podman
@@ -65,6 +67,20 @@ def test_every_host_answers_ssh_on_loopback_with_its_own_name_and_a_booted_syste
         name, state = [*out.stdout.split(), "", ""][:2]
         assert name == host.name, f"port {host.port} answered as {name!r}: {out.stderr}"
         assert state in ("running", "degraded"), f"{host.name}: systemd is {state!r}"
+
+
+def test_lab_status_without_a_name_finds_every_lab_of_this_checkout(lab: Lab, capsys) -> None:
+    """The session lab is not the default name (rftest-, not rflab-): `lab status` finds it by its checkout
+    label, as it finds the demo's (issue 44: it did not)."""
+    assert lab.info is not None and not lab.name.startswith("rflab-")
+    assert main(["lab", "status", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    mine = {d["name"]: d for d in doc["labs"]}
+    assert lab.name in mine, sorted(mine)
+    assert sorted(mine[lab.name]["hosts"]) == sorted(h.name for h in lab.info.hosts)
+    assert all(state.startswith("Up ") for state in mine[lab.name]["hosts"].values()), mine[lab.name]["hosts"]
+    assert main(["lab", "status"]) == 0
+    assert f"lab {lab.name}: {len(lab.info.hosts)} host(s)" in capsys.readouterr().out
 
 
 def test_ssh_refuses_a_lab_host_whose_key_is_not_in_known_hosts(lab: Lab, tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 
 from validation.lab import DEFAULT_HOSTS, DEFAULT_PORT_BASE, Lab, default_lab_name
 from validation.lab.image import Recipe
+from validation.lab.paths import REPO_ROOT
+from validation.lab.podman import labs_of
 from validation.lab.serve import DEFAULT_LIFETIME_S
 
 
@@ -38,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(down)
     down.set_defaults(run=run_down)
 
-    status = actions.add_parser("status", help="show the lab's hosts, mirror and inventory")
+    status = actions.add_parser("status", help="show the lab's hosts, mirror and inventory (without --name: every "
+                                "lab of this checkout)")
     _common(status)
     status.add_argument("--json", action="store_true", help="one JSON document on stdout")
     status.set_defaults(run=run_status)
@@ -72,13 +75,20 @@ def run_down(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    doc = _lab(args).status()
+    """The named lab; without --name every lab this checkout started (the demo's, the tests', `lab up`'s), or the
+    default one when there is none. --json: the first lab's document, with every one of them under `labs`."""
+    if args.name is None:
+        names = labs_of(str(REPO_ROOT.resolve())) or [default_lab_name()]
+        docs = [Lab(name, state_dir=args.state_dir, inventory_path=args.inventory).status() for name in names]
+    else:
+        docs = [_lab(args).status()]
     if args.json:
-        print(json.dumps({"schema_version": 1, **doc}, indent=2))
+        print(json.dumps({"schema_version": 1, **docs[0], "labs": docs}, indent=2))
         return 0
-    print(f"lab {doc['name']}: {len(doc['hosts'])} host(s)")
-    for name, state in doc["hosts"].items():
-        print(f"  {name:<20} {state}")
-    print(f"mirror:    {doc['mirror_url'] or 'not running'}")
-    print(f"inventory: {doc['inventory'] or 'none'}")
+    for doc in docs:
+        print(f"lab {doc['name']}: {len(doc['hosts'])} host(s)")
+        for name, state in doc["hosts"].items():
+            print(f"  {name:<20} {state}")
+        print(f"mirror:    {doc['mirror_url'] or 'not running'}")
+        print(f"inventory: {doc['inventory'] or 'none'}")
     return 0

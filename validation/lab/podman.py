@@ -55,6 +55,14 @@ def lab_labels(lab: str | None = None) -> dict[str, dict[str, str]]:
     return found
 
 
+def labs_of(owner: str) -> list[str]:
+    """The names of the labs with a container (running or not) that the checkout `owner` started, sorted."""
+    fmt = "{{index .Labels \"" + LABEL + "\"}}\t{{index .Labels \"" + OWNER_LABEL + "\"}}"
+    out = podman(["ps", "-a", "--filter", f"label={LABEL}", "--format", fmt], timeout_s=30)
+    return sorted({lab for lab, own in (([*line.split("\t"), ""])[:2] for line in out.stdout.splitlines())
+                   if _value(lab) and _value(own) == owner})
+
+
 def _value(text: str) -> str:
     text = text.strip()
     return "" if text == "<no value>" else text
