@@ -54,6 +54,11 @@ _BASE = os.environ.get("ROCM_FLEET_REMEDIATE_PORT_BASE")
 PORT_BASE = int(_BASE) if _BASE else None
 HOSTS = [f"{LAB}-1", f"{LAB}-2"]
 INTERVAL = 10
+# A health run takes a few seconds on an idle lab host; beside another lab file on two cores its pytest took
+# more than 8 s to start, the run was stopped, and its partial document (three skipped checks) was what the
+# support bundle found as the node's last health run (seen 2026-12-07, test_a_persistent_fault_...). The
+# role's default is 60 s; 30 s keeps the runs of a 10-s interval from piling up.
+HEALTH_TIMEOUT_S = 30
 RECORD = "/var/lib/rocm-fleet/remediate.json"
 ADMIN_REASON = "disk swap, ticket 4711"
 # the lab's group_vars declare 8 GPUs and outrank the inventory's own vars: extra vars declare none
@@ -68,7 +73,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Path]]:
     the_lab = Lab(LAB, len(HOSTS), mirror=True, port_base=PORT_BASE, inventory_path=inventories / f"{LAB}.yml")
     with the_lab:
         inventory = cluster_inventory(the_lab, inventories / f"{LAB}-remediate.yml", {
-            "node_health_interval_seconds": INTERVAL, "node_health_timeout_seconds": 8,
+            "node_health_interval_seconds": INTERVAL, "node_health_timeout_seconds": HEALTH_TIMEOUT_S,
             "node_reboot_timeout_seconds": 180, "validation_node_wheelhouse": str(work / "wheels")})
         try:
             build = subprocess.run([str(Path(sys.executable).parent / "pip"), "wheel", "--no-deps", "--quiet",
