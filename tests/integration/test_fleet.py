@@ -324,7 +324,7 @@ def test_a_host_that_stops_answering_mid_run_is_reported_unreachable(fleet: Lab)
     # it is surely running when h4 is stopped, however loaded the machine: the follow's banner is printed
     # with its first result (strategy free), when the other three hosts' tiers have ended. The run must end
     # well before that tier would have: it did not wait for it. (The bound is the tier's length, not a
-    # guess at how fast the machine is: at 60 s it failed a run made beside another lab file.)
+    # guess at how fast the machine is: it was 60 s, which a loaded 2-core machine may need for the run itself.)
     playbook(INVENTORY, "validate.yml", extra={**BASE, "rocm_fleet_run_name": f"{run_id}-current"}, timeout_s=1500)
     slow_tier(fleet, h4, LOST_TIER_S)
     follow = "Follow the node's run and collect its results"
