@@ -15,8 +15,8 @@ The default name differs from `rocm-fleet lab up` (rflab-<checkout key>), so a l
 its hosts. Names carry the checkout's key, so test runs from two clones never meet, and the xdist worker,
 so two labs of one run never meet either.
 
-Side by side (`ROCM_FLEET_TEST_LAB_WORKERS=N .ci/test`, or `pytest tests/integration -n N --dist loadscope
---no-loadscope-reorder`; docs/testing.md says why CI runs them one after another on its 2-core machine).
+Side by side (`.ci/test`'s `labs` part: `pytest tests/integration --lab-units side -n 2 --dist loadscope
+--no-loadscope-reorder`; ROCM_FLEET_TEST_LAB_WORKERS=N for N at once; docs/testing.md has the measurements).
 LabFileScheduling makes each file one work unit (its own lab, its module fixtures set up once) and the
 SESSION_LAB files one unit together, handed out longest first (LONGEST_FIRST, from the measured times in
 docs/testing.md). Not xdist's `xdist_group` marks: pytest 9.2 names a test by `_id`, and
@@ -24,8 +24,9 @@ pytest-xdist 3.8 still renames `_nodeid`, so the marks group nothing (tried: one
 workers, each setting up the file's lab).
 Kernel-wide settings (THP, NUMA balancing) are the machine's: every lab file holds them shared while it
 runs, and a test that changes them on purpose (fixture `kernel_exclusive`) holds them alone: it waits until
-no other lab file runs (tests/helpers/kernel_knobs.py). Such files come last (LONGEST_FIRST), so that little
-else is left to wait for.
+no other lab file runs (tests/helpers/kernel_knobs.py). Beside another file each such test would wait for
+that file's end, so the units with such a test run on their own after the rest (`--lab-units alone`,
+`.ci/test`'s `labs-alone` part; alone_units finds them by the fixture).
 """
 
 from __future__ import annotations
