@@ -44,7 +44,7 @@ _BASE = os.environ.get("ROCM_FLEET_HEALTH_PORT_BASE")
 PORT_BASE = int(_BASE) if _BASE else None
 HOSTS = [f"{LAB}-1", f"{LAB}-2"]
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
-INTERVAL = 10     # node_health_timeout_seconds 30: as test_remediate.py says why
+INTERVAL = 10
 TEXTFILE = "/var/lib/prometheus/node-exporter/rocm_fleet_health.prom"
 STATE = "/var/lib/rocm-fleet/health"
 # Flap control through the role (node_health_drain_after -> --drain-after): the planted codes drain after
@@ -62,7 +62,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Path]]:
     with the_lab:
         inventory = cluster_inventory(the_lab, inventories / f"{LAB}-health.yml", {
             "node_health_interval_seconds": INTERVAL, "node_health_drain_after": DRAIN_AFTER,
-            "node_health_timeout_seconds": 30, "validation_node_wheelhouse": str(work / "wheels")})
+            "node_health_timeout_seconds": 8, "validation_node_wheelhouse": str(work / "wheels")})
         build = subprocess.run([str(Path(sys.executable).parent / "pip"), "wheel", "--no-deps", "--quiet",
                                 "--wheel-dir", str(work / "wheels"), str(ROOT), "pytest-testinfra"],
                                capture_output=True, text=True, timeout=600, check=False)

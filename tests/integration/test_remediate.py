@@ -53,12 +53,12 @@ LAB = os.environ.get("ROCM_FLEET_REMEDIATE_LAB_NAME") or default_lab_name("rfrem
 _BASE = os.environ.get("ROCM_FLEET_REMEDIATE_PORT_BASE")
 PORT_BASE = int(_BASE) if _BASE else None
 HOSTS = [f"{LAB}-1", f"{LAB}-2"]
-INTERVAL = 10
-# A health run takes a few seconds on an idle lab host; beside another lab file on two cores its pytest took
-# more than 8 s to start, the run was stopped, and its partial document (three skipped checks) was what the
-# support bundle found as the node's last health run (seen 2026-12-07, test_a_persistent_fault_...). The
-# role's default is 60 s; 30 s keeps the runs of a 10-s interval from piling up.
-HEALTH_TIMEOUT_S = 30
+# The health mode's interval and timeout (the role wants 5 <= timeout < interval). Its runs take a few seconds
+# on an idle lab host; beside another lab file on two cores a run's pytest took more than 8 s to start, the run
+# was stopped, and its partial document (three skipped checks) was what the support bundle found as the node's
+# last health run (seen 2026-12-07 with 10 s / 8 s, test_a_persistent_fault_...). 15 s / 12 s leaves room.
+INTERVAL = 15
+HEALTH_TIMEOUT_S = 12
 RECORD = "/var/lib/rocm-fleet/remediate.json"
 ADMIN_REASON = "disk swap, ticket 4711"
 # the lab's group_vars declare 8 GPUs and outrank the inventory's own vars: extra vars declare none
