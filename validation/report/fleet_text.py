@@ -71,6 +71,12 @@ def _metric_name(name: str) -> str:
 STATUS_VALUE = {"pass": 0, "skip": 0, "warn": 1, "fail": 2, "timeout": 3, "error": 4}
 
 
+def check_labels(check: Mapping[str, Any]) -> str:
+    """A check series' own labels (fleet.prom and the health textfile): its id, its status (a skip is told from
+    a pass) and its failure code (flap.label_code: codes only, never a test id)."""
+    return f'check="{label(check["id"])}",status="{label(str(check["status"]))}",code="{label(label_code(check))}"'
+
+
 _CHECKS_HEAD = ("# HELP rocm_fleet_check_status 0 pass or skip (the status label tells them apart), 1 warn, 2 fail, "
                 "3 timeout, 4 error; code: the failure code of a failing check\n"
                 "# TYPE rocm_fleet_check_status gauge\n")
@@ -102,8 +108,7 @@ def write_prometheus(out: TextIO | _Encoding, nodes: list[dict[str, Any]],
     out.write(_CHECKS_HEAD)
     for node in nodes:
         host = label(node["host"])
-        out.write("".join(f'rocm_fleet_check_status{{node="{host}",check="{label(check["id"])}",'
-                          f'status="{label(str(check["status"]))}",code="{label(label_code(check))}"}} '
+        out.write("".join(f'rocm_fleet_check_status{{node="{host}",{check_labels(check)}}} '
                           f'{STATUS_VALUE.get(check["status"], 4)}\n' for check in node["checks"]))
     out.write(_MEASUREMENTS_HEAD)
     for node in nodes:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from validation.flap import CodeStatus, is_code, label_code
-from validation.report.fleet_text import STATUS_VALUE, label
+from validation.flap import CodeStatus, is_code
+from validation.report.fleet_text import STATUS_VALUE, check_labels, label
 
 
 def textfile(doc: dict[str, Any], *, ok: bool, duration_s: float, finished_at: float, drained: bool,
@@ -28,8 +28,7 @@ def textfile(doc: dict[str, Any], *, ok: bool, duration_s: float, finished_at: f
              "apart), 1 warn, 2 fail, 3 timeout, 4 error",
              "# TYPE rocm_fleet_health_check_status gauge"]
     for check in doc["checks"]:
-        lines.append(f'rocm_fleet_health_check_status{{node="{node}",check="{label(check["id"])}",'
-                     f'status="{label(str(check["status"]))}",code="{label(label_code(check))}"}} '
+        lines.append(f'rocm_fleet_health_check_status{{node="{node}",{check_labels(check)}}} '
                      f'{STATUS_VALUE.get(check["status"], 4)}')
     lines += ["# HELP rocm_fleet_health_ok 1 when every health check passed or was skipped with its reason",
               "# TYPE rocm_fleet_health_ok gauge", f'rocm_fleet_health_ok{{node="{node}"}} {int(ok)}',
