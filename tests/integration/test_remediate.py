@@ -60,6 +60,7 @@ HOSTS = [f"{LAB}-1", f"{LAB}-2"]
 INTERVAL = 15
 HEALTH_TIMEOUT_S = 12
 RECORD = "/var/lib/rocm-fleet/remediate.json"
+HEALTH_STATE_DIR = "/var/lib/rocm-fleet/health"         # roles/node_health: node_health_state_dir
 ADMIN_REASON = "disk swap, ticket 4711"
 # the lab's group_vars declare 8 GPUs and outrank the inventory's own vars: extra vars declare none
 NO_GPU = {"rocm_fleet_hosts": "lab", "validation_gpu_count": None, "validation_node_no_gpu": True}
@@ -282,8 +283,14 @@ def aer_node(lab: tuple[Lab, Path]) -> Iterator[str]:
     try:
         yield host
     finally:
-        sh(the_lab, host, f"dmesg --standin-clear; rm -f /usr/local/bin/dmesg; mv -f {RECORD} {RECORD}.aer")
-        sh(the_lab, HOSTS[0], shlex.join(["scontrol", "update", f"NodeName={host}", "State=RESUME"]))
+        # under the health mode's own lock (validation/commands/health.py: state_lock): a run that read the line
+        # before it was cleared and ended after the resume drained the node again as fatal (CI, 2026-12-07: the
+        # next fixture found IDLE+DRAIN RF-PCIE-AER-FATAL)
+        undo = (f"dmesg --standin-clear; rm -f /usr/local/bin/dmesg; mv -f {RECORD} {RECORD}.aer; "
+                + shlex.join(["scontrol", "update", f"NodeName={host}", "State=RESUME"]) + "; exit 0")
+        held = ["flock", "--timeout", "120", "--conflict-exit-code", "75", f"{HEALTH_STATE_DIR}/.lock"]
+        out = sh(the_lab, host, shlex.join([*held, "sh", "-c", undo]))
+        assert out.returncode == 0, f"the health mode's lock was not free within 120 s: {out.stdout} {out.stderr}"
 
 
 def inject_aer(the_lab: Lab, host: str, mode: str) -> float:
