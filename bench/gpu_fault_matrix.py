@@ -9,6 +9,9 @@ fit the device tool's 10 minutes each:
     python3 -m bench.gpu_fault_matrix loads --out DIR --baseline FILE     the loaded cases, judged with the baseline
     python3 -m bench.gpu_fault_matrix all   --out DIR [--runs 3]          idle runs and the loaded cases in one call
                                                                           (no watcher-off run, no baseline)
+    python3 -m bench.gpu_fault_matrix namespace --out DIR [--baseline FILE]
+                                                                          the suite in its own PID namespace (as a
+                                                                          container runs it), the load outside it
 
 Cases and what is right:
 - idle (>= 3): no check that needs a GPU fails; no number is invalid or throttled.
@@ -22,6 +25,13 @@ Cases and what is right:
 - mid-load: the load runs for 25 s starting 20 s after the pre-flight: the same rule.
 - copy-only: a process doing only host<->device copies starts when the host-copy probe starts and
   runs 30 s: the host-copy check fails RF-GPU-BUSY, the same rule.
+- ns-idle: the suite inside its own PID namespace (`unshare --pid --fork --mount-proc`, as a container's
+  runtime starts it; root), nothing else on the GPU: clean, as idle (the run's own unlisted context, its
+  tools and the GPU's idle power are no neighbour).
+- ns-late, ns-mid (and ns-mid-baseline, judged with --baseline): the suite in its own PID namespace,
+  the matmul load outside it (late: from the pre-flight's end past the run's end; mid: 25 s from 20 s
+  after the pre-flight). The process views inside list nothing of it: some check fails RF-GPU-UNSEEN,
+  none RF-GPU-BUSY (no process was seen), and no number taken beside it fails as the hardware's.
 The right verdicts are judged from the results documents; `--markdown` writes the table.
 """
 
@@ -116,13 +126,17 @@ def wait_for_check(results: Path, node: str, name: str, *, started: bool = False
     return time.time()
 
 
-def quick(out: Path, node: str, *extra: str, during: Any = None) -> dict[str, Any]:
+NAMESPACE = ("unshare", "--pid", "--fork", "--mount-proc")    # a PID namespace of its own, as in a container
+
+
+def quick(out: Path, node: str, *extra: str, during: Any = None, namespace: bool = False) -> dict[str, Any]:
     results = out / "runs" / node
     shutil.rmtree(results, ignore_errors=True)
     started = time.time()
-    proc = subprocess.Popen([sys.executable, "-m", "validation", "validate", "--hosts", "local://", "--spec",
-                             str(out / "spec.yml"), "--tier", "quick", "--results", str(results), "--node-name", node,
-                             *extra], stdout=(out / "runs" / f"{node}.log").open("w"), stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([*(NAMESPACE if namespace else ()), sys.executable, "-m", "validation", "validate",
+                             "--hosts", "local://", "--spec", str(out / "spec.yml"), "--tier", "quick", "--results",
+                             str(results), "--node-name", node, *extra],
+                            stdout=(out / "runs" / f"{node}.log").open("w"), stderr=subprocess.STDOUT)
     helper = during(results, node) if during else None
     rc = proc.wait()
     if helper is not None and helper.poll() is None:
@@ -154,9 +168,16 @@ def verdict(case: str, run: dict[str, Any]) -> tuple[bool, str]:
     hardware_blamed = [m for m in numbers if m.get("status") == "fail" and m.get("valid", True)]
     number_codes = [c for c in gpu_failing if c.get("code") in NUMBER_CODES]
     busy = [c for c in gpu_failing if c.get("code") == "RF-GPU-BUSY"]
+    unseen = [c for c in gpu_failing if c.get("code") == "RF-GPU-UNSEEN"]
     if not doc.get("complete"):
         return False, "results document incomplete"
-    if case.startswith("idle"):
+    if case.startswith(("ns-late", "ns-mid")):
+        ok = bool(unseen) and not busy and not hardware_blamed and not number_codes
+        marked = sum(1 for m in numbers if m.get("valid") is False)
+        return ok, (f"{len(unseen)} checks RF-GPU-UNSEEN, {len(busy)} RF-GPU-BUSY, {marked} numbers invalid; "
+                    f"{len(hardware_blamed)} loaded numbers failed as the hardware's; other GPU codes "
+                    f"{[c for c in codes if c not in ('RF-GPU-BUSY', 'RF-GPU-UNSEEN')]}")
+    if case.startswith(("idle", "ns-idle")):
         invalid = [m for m in numbers if m.get("valid") is False or m.get("throttled")]
         ok = not gpu_failing and not invalid
         return ok, "no GPU check failed" if ok else f"GPU checks failed: {codes}; {len(invalid)} numbers marked"
@@ -227,6 +248,31 @@ def loads_phase(out: Path, baseline: Path | None, cases: tuple[str, ...] = LOADE
     return rows
 
 
+NAMESPACE_CASES = ("ns-idle", "ns-late", "ns-mid")
+
+
+def namespace_phase(out: Path, baseline: Path | None) -> list[dict[str, Any]]:
+    """The suite in its own PID namespace; the load, where there is one, outside it."""
+    rows = [quick(out, "ns-idle", namespace=True)]
+
+    def late(results: Path, node: str) -> subprocess.Popen:
+        wait_for_check(results, node, PREFLIGHT)
+        return load(MATMUL, 300, out / "ns-late.log")
+    rows.append(quick(out, "ns-late", during=late, namespace=True))
+
+    def mid(name: str) -> Any:
+        def start(results: Path, node: str) -> subprocess.Popen:
+            wait_for_check(results, node, PREFLIGHT)
+            time.sleep(20)
+            return load(MATMUL, 25, out / f"{name}.log")
+        return start
+    rows.append(quick(out, "ns-mid", during=mid("ns-mid"), namespace=True))
+    if baseline is not None:
+        rows.append(quick(out, "ns-mid-baseline", "--baseline", str(baseline), during=mid("ns-mid-baseline"),
+                          namespace=True))
+    return rows
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     lines = ["| case | exit | wall s | right | verdict | GPU failure codes | numbers judged / recorded only |",
              "|---|---:|---:|---|---|---|---|"]
@@ -254,7 +300,7 @@ def pack(out: Path, phase: str) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("phase", choices=("idle", "loads", "all"))
+    p.add_argument("phase", choices=("idle", "loads", "all", "namespace"))
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--baseline", type=Path, default=None,
@@ -282,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = idle_phase(args.out, args.runs)
     elif args.phase == "loads":
         rows = loads_phase(args.out, args.baseline, cases)
+    elif args.phase == "namespace":
+        rows = namespace_phase(args.out, args.baseline)
     else:
         rows = [quick(args.out, f"idle-{i}") for i in range(1, args.runs + 1)] + loads_phase(args.out, None, cases)
     text = table(rows)

@@ -157,6 +157,13 @@ CODES: dict[str, str] = {
                    "its numbers would not be the hardware's: wait for the job to end or drain the node "
                    "(Slurm/Kubernetes), stop stray processes (`amd-smi process`, `rocm-smi --showpids`, "
                    "`nvidia-smi`), then re-run; `--allow-busy` measures anyway and says so in the results.",
+    "RF-GPU-UNSEEN": "The GPU was in use (utilization, or memory the run cannot account for) while no process this "
+                     "node can list held it: someone the node cannot see (another container, another pod on a "
+                     "time-sliced GPU, a job in another PID namespace). Its numbers are not the hardware's and are "
+                     "left out of baselines and batch medians. Find whose work it is from the host (`amd-smi "
+                     "process` or `nvidia-smi` outside every container, the scheduler's and the container runtime's "
+                     "view of the node), then re-run on an idle GPU. A reboot would kill that work: remediation "
+                     "holds the node for a person instead.",
     "RF-GPU-ACTIVITY-UNKNOWN": "Nothing on the node could say whether its GPUs are idle, so no number from it can be "
                                "trusted as the hardware's: install amd-smi (amd-smi-lib) or rocm-smi (NVIDIA: the "
                                "driver's nvidia-smi), check that it runs as the validating user, then re-run.",

@@ -104,6 +104,7 @@ POLICY: dict[str, Rule] = {
     "RF-MCE": _fatal("the kernel logged a machine-check event"),
     # --- can be transient: drain after DEFAULT_DRAIN_AFTER consecutive failing runs
     "RF-GPU-BUSY": _streak("a finished job's processes can take a run or two to exit"),
+    "RF-GPU-UNSEEN": _streak("work the node cannot see (another container's) comes and goes with its job"),
     "RF-GPU-THROTTLED": _streak("throttling follows load and the room's cooling; it often clears by the next run"),
     "RF-TEMP-HIGH": _streak("an idle GPU still cooling down after a job reads hot for a run or two"),
     "RF-GPU-ACTIVITY-UNKNOWN": _streak("the GPU tool may be upgraded or restarted between runs"),

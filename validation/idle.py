@@ -14,7 +14,10 @@ hardware. So before the first probe and again after the last one, each GPU is ju
   clock-throttling check flags every reason but idle, none and the software power cap.
 
 The ceilings live in each SKU's target file with their sources; a SKU without one records the
-reading with the reason. Verdict codes: RF-GPU-BUSY, RF-GPU-THROTTLED.
+reading with the reason. Verdict codes: RF-GPU-BUSY, RF-GPU-THROTTLED, and RF-GPU-UNSEEN where the
+utilization or memory says busy but no process the views list is on that GPU: the tools cannot name
+whose work it is (another container, pod or PID namespace), and an empty process list must not be
+read as an idle GPU.
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ from validation.records import GpuProcess, Status
 from validation.targets.model import TargetProfile
 
 BEFORE, AFTER = "before measuring", "after measuring"
+BUSY, UNSEEN = "RF-GPU-BUSY", "RF-GPU-UNSEEN"
+BUSY_CODES = frozenset({BUSY, UNSEEN})
+UNSEEN_WORDS = ("and no process the node can list is on it: someone it cannot see (another container, pod or PID "
+                "namespace)")
 GPU_IN_SUBJECT = re.compile(r"\bgpu(\d+)\b")
 
 
@@ -73,8 +80,10 @@ def describe(process: GpuProcess) -> str:
 
 
 def judge_activity(activity: Sequence[GpuActivity], profile: TargetProfile, owner: Ownership, *,
-                   phase: str = BEFORE) -> list[Verdict]:
-    """Four verdicts per GPU (see the module docstring); reasons name the GPU, PIDs and names."""
+                   phase: str = BEFORE, processes_listed: bool = True) -> list[Verdict]:
+    """Four verdicts per GPU (see the module docstring); reasons name the GPU, PIDs and names.
+    `processes_listed`: the reading includes a process view, so a busy GPU none of whose processes it
+    lists is RF-GPU-UNSEEN (a view of load alone cannot tell)."""
     verdicts: list[Verdict] = []
     for gpu in sorted(activity, key=lambda a: a.gpu):
         subject = f"gpu{gpu.gpu}"
@@ -84,11 +93,12 @@ def judge_activity(activity: Sequence[GpuActivity], profile: TargetProfile, owne
             judge_value("idle_foreign_processes", subject, len(others), profile), phase,
             f"{len(others)} process{'es' if len(others) != 1 else ''} of someone else: "
             + ", ".join(describe(p) for p in others)))
+        unseen = f" {UNSEEN_WORDS}" if processes_listed and not others else ""
         busy = statistics.median(gpu.busy_pct) if gpu.busy_pct else None
         verdicts.append(_explained(
             judge_value("idle_gpu_busy_pct", subject, busy, profile), phase,
             f"{busy:g} % utilization (median of {len(gpu.busy_pct)} samples: "
-            f"{', '.join(f'{v:g}' for v in gpu.busy_pct)})" if busy is not None else ""))
+            f"{', '.join(f'{v:g}' for v in gpu.busy_pct)}){unseen}" if busy is not None else ""))
         if owner.context_unlisted:
             verdicts.append(_skip(profile, "idle_vram_used_mib", subject, gpu.vram_used_mib,
                                   "this run's own GPU context is not in the process view (another PID "
@@ -98,7 +108,9 @@ def judge_activity(activity: Sequence[GpuActivity], profile: TargetProfile, owne
             mine = f", less {own_mib:g} MiB held by this run" if own_mib else ""
             verdicts.append(_explained(
                 judge_value("idle_vram_used_mib", subject, used, profile), phase,
-                f"{used:g} MiB of memory in use{mine}" if used is not None else ""))
+                f"{used:g} MiB of memory in use{mine}{unseen}" if used is not None else ""))
+        if unseen:
+            verdicts[-2:] = [_unseen(v) for v in verdicts[-2:]]
         throttled = None if gpu.throttled is None else int(gpu.throttled)
         verdicts.append(_explained(
             judge_value("idle_throttled", subject, throttled, profile), phase,
@@ -106,11 +118,18 @@ def judge_activity(activity: Sequence[GpuActivity], profile: TargetProfile, owne
     return verdicts
 
 
+def _unseen(verdict: Verdict) -> Verdict:
+    """A load or memory verdict that says busy on a GPU no listed process is on: RF-GPU-UNSEEN."""
+    if verdict.status is not Status.FAIL or verdict.code != BUSY:
+        return verdict
+    return dataclasses.replace(verdict, code=UNSEEN)
+
+
 def busy_gpus(verdicts: Iterable[Verdict]) -> dict[str, str]:
-    """subject -> the reasons it is busy (RF-GPU-BUSY verdicts only; throttling is not 'busy')."""
+    """subject -> the reasons it is busy (RF-GPU-BUSY and RF-GPU-UNSEEN verdicts; throttling is not 'busy')."""
     out: dict[str, list[str]] = {}
     for v in verdicts:
-        if v.status is Status.FAIL and v.code == "RF-GPU-BUSY":
+        if v.status is Status.FAIL and v.code in BUSY_CODES:
             out.setdefault(v.subject, []).append(v.reason)
     return {subject: "; ".join(reasons) for subject, reasons in out.items()}
 

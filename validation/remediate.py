@@ -77,6 +77,8 @@ POLICY: dict[str, tuple[str, str]] = {
     "RF-VRAM-LOW": (PHYSICAL, "less memory than the SKU has"),
     "RF-CU-COUNT": (PHYSICAL, "compute units missing"),
     "RF-SKU-MISMATCH": (PHYSICAL, "another GPU than declared is installed"),
+    "RF-GPU-UNSEEN": (PHYSICAL, "someone's work the node cannot see runs on a GPU (another container or pod): a "
+                                "person must find whose, and a reboot would kill it"),
     "RF-CHECK-FAILED": (PHYSICAL, "a check failed without a code of its own (a declaration missing, such as no SKU): "
                                   "a reboot cannot fix the inventory; fix it, converge, then resume the node"),
 }

@@ -105,7 +105,8 @@ def judge(tool: str, record: Any, profile: TargetProfile) -> list[Verdict]:
             metrics.add("idle_vram_used_mib")
         activity = idle.GpuActivity(gpu=slot, busy_pct=() if gpu.busy_pct is None else (gpu.busy_pct,),
                                     vram_used_mib=gpu.vram_used_mib, processes=tuple(gpu.processes))
-        for v in idle.judge_activity([activity], profile, idle.Ownership(), phase=PHASE):
+        for v in idle.judge_activity([activity], profile, idle.Ownership(), phase=PHASE,
+                                     processes_listed=with_processes):
             if v.metric in metrics:
                 verdicts.append(_saved(v, f"gpu{slot}", gpu.label))
     return verdicts
@@ -121,6 +122,7 @@ def _saved(verdict: Verdict, slot: str, label: str) -> Verdict:
 
 
 def busy(verdicts: Iterable[Verdict]) -> list[str]:
-    """The subjects a saved view shows busy (its RF-GPU-BUSY verdicts that are not PASS), in order."""
+    """The subjects a saved view shows busy (its RF-GPU-BUSY or RF-GPU-UNSEEN verdicts that are not PASS), in
+    order."""
     return list(dict.fromkeys(v.subject for v in verdicts
-                              if v.code == "RF-GPU-BUSY" and v.status in (Status.WARN, Status.FAIL)))
+                              if v.code in idle.BUSY_CODES and v.status in (Status.WARN, Status.FAIL)))

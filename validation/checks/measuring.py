@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from validation.idle import GPU_IN_SUBJECT, Ownership, names_gpu
-from validation.probes import gpu_watch
+from validation.probes import gpu_watch, own_memory, telemetry
 from validation.results.node import NodeResults
 
 # The checks that look at the GPUs' activity or at the numbers, rather than measure.
@@ -54,6 +54,7 @@ class CheckWindow:
     throttled: tuple[gpu_watch.Throttle, ...]
     numbers: int               # numbers the check recorded
     marked: int                # of them, marked invalid or measured_while_busy
+    unseen: tuple[gpu_watch.Unseen, ...] = ()
 
 
 @dataclass(slots=True)
@@ -71,6 +72,9 @@ class NodeMeasuring:
     measured_from: float | None = None                        # the first measuring check's start
     measured_to: float | None = None                          # the last one's end
     windows: list[CheckWindow] = field(default_factory=list)
+    own_memory: own_memory.OwnMemory | None = None            # this run's own device memory (local runs)
+    own_memory_off: str = "not attached"                      # why there is no ledger
+    main_pid: int | None = None                               # the run's own process (the watcher's owner)
 
     def skip_reason(self) -> str | None:
         """Why a measuring check must not run on this node now, or None."""
@@ -108,6 +112,18 @@ class NodeMeasuring:
             self.results.write()
         return count
 
+    def unaccounted(self, sample: gpu_watch.WatchSample, gpu: telemetry.GpuSample,
+                    listed: dict[int, float]) -> float | None:
+        """Memory in use on `gpu` at `sample` that neither its listed processes nor this run account for."""
+        return own_memory.unaccounted_mib(gpu.vram_used_mib, telemetry.normalize_bus_id(gpu.bus_id), listed,
+                                          sample.ours, self.main_pid or -1, self.own_memory, sample.t)
+
+    def _window(self, samples: list[gpu_watch.WatchSample], start: float, end: float, interval: float,
+                gpus: list[int] | None) -> gpu_watch.Window:
+        return gpu_watch.window(samples, start, end, interval_s=interval, owner=self.owner, gpus=gpus,
+                                unaccounted=self.unaccounted if self.own_memory is not None else None,
+                                unseen_mib=own_memory.UNSEEN_MIB)
+
     def watch_check(self, check: str, start: float, end: float, first: int) -> CheckWindow | None:
         """Give the numbers recorded since index `first` (by the check that ran from `start` to `end`)
         their windows and what the watcher saw in them; None when nothing watches this node."""
@@ -129,6 +145,7 @@ class NodeMeasuring:
         named: set[int] | None = set()
         foreign: dict[tuple[int, int], gpu_watch.Sighting] = {}
         throttled: dict[int, gpu_watch.Throttle] = {}
+        unseen: dict[int, gpu_watch.Unseen] = {}
         last_span: tuple[float, float] | None = None
         for entry in self.measurements[first:]:
             if entry["metric"].startswith("idle_"):
@@ -146,32 +163,39 @@ class NodeMeasuring:
             previous, last_span = taken_to, (taken_from, taken_to)
             gpus = [int(n) for n in GPU_IN_SUBJECT.findall(str(entry.get("subject", "")))] or None
             named = None if gpus is None or named is None else named | set(gpus)
-            seen = gpu_watch.window(samples, taken_from, taken_to, interval_s=interval, owner=self.owner, gpus=gpus)
+            seen = self._window(samples, taken_from, taken_to, interval, gpus)
             entry["watch"] = seen.to_json()
             foreign.update({(s.gpu, s.pid): s for s in seen.foreign})
             throttled.update({t.gpu: t for t in seen.throttled})
+            unseen.update({u.gpu: u for u in seen.unseen})
             if entry.get("value") is None:
                 continue
             numbers += 1
             if seen.throttled:
                 entry["throttled"] = gpu_watch.sighting_lines(seen.throttled)[:500]
-            if seen.foreign:
-                why = gpu_watch.sighting_lines(seen.foreign)[:500]
+            if seen.foreign or seen.unseen:
+                if seen.foreign:
+                    why = "someone else's process on the GPU while it was measured: " + gpu_watch.sighting_lines(
+                        seen.foreign)
+                else:
+                    why = "someone the node cannot see used the GPU while it was measured: " + "; ".join(
+                        u.describe() for u in seen.unseen)
                 if self.allow_busy:
                     entry["measured_while_busy"] = True
                 else:
                     entry["valid"] = False
-                    entry["invalid_reason"] = f"someone else's process on the GPU while it was measured: {why}"
+                    entry["invalid_reason"] = why[:500]
                 marked += 1
         # the check's own span, on the GPUs its numbers name (all of them when it names none)
-        whole = gpu_watch.window(samples, start, end, interval_s=interval, owner=self.owner,
-                                 gpus=named or None)
+        whole = self._window(samples, start, end, interval, sorted(named) if named else None)
         foreign.update({(s.gpu, s.pid): s for s in whole.foreign if (s.gpu, s.pid) not in foreign})
         throttled.update({t.gpu: t for t in whole.throttled if t.gpu not in throttled})
+        unseen.update({u.gpu: u for u in whole.unseen if u.gpu not in unseen})
         if self.results is not None:
             self.results.write()
         found = CheckWindow(check=check, whole=whole, foreign=tuple(foreign[k] for k in sorted(foreign)),
-                            throttled=tuple(throttled[k] for k in sorted(throttled)), numbers=numbers, marked=marked)
+                            throttled=tuple(throttled[k] for k in sorted(throttled)), numbers=numbers, marked=marked,
+                            unseen=tuple(unseen[k] for k in sorted(unseen)))
         self.windows.append(found)
         return found
 
@@ -189,3 +213,8 @@ class NodeMeasuring:
         checks, or after the last one ended and before the post-flight)."""
         caught = {(s.gpu, s.pid) for w in self.windows for s in w.foreign}
         return tuple(s for s in run.foreign if (s.gpu, s.pid) not in caught)
+
+    def unseen_between(self, run: gpu_watch.Window) -> tuple[gpu_watch.Unseen, ...]:
+        """Memory someone the node cannot see held over the whole run on a GPU no check's window caught it on."""
+        caught = {u.gpu for w in self.windows for u in w.unseen}
+        return tuple(u for u in run.unseen if u.gpu not in caught)

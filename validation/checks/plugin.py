@@ -185,39 +185,51 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     state = _measuring_state(item.config, node_name(host, item.config.getoption("--rf-node")), item)
     _start_watch(item.config, host, state)
     first, start = len(state.measurements), time.time()
+    _mark_own_memory(state, start)
     try:
         result = yield
     except pytest.skip.Exception:
-        state.watch_check(check_id(item), start, time.time(), first)
+        state.watch_check(check_id(item), start, _mark_own_memory(state, time.time()), first)
         raise
     except (Exception, pytest.fail.Exception) as exc:
-        found = state.watch_check(check_id(item), start, time.time(), first)
+        found = state.watch_check(check_id(item), start, _mark_own_memory(state, time.time()), first)
         replacement = _window_verdict(found, state, exc)
         if replacement is None:
             raise
         raise replacement from exc
-    found = state.watch_check(check_id(item), start, time.time(), first)
+    found = state.watch_check(check_id(item), start, _mark_own_memory(state, time.time()), first)
     verdict = _window_verdict(found, state, None)
     if verdict is not None:
         raise verdict
     return result
 
 
+def _mark_own_memory(state: measuring.NodeMeasuring, moment: float) -> float:
+    """A mark of this run's own device memory at a measuring check's start or end; returns `moment`."""
+    if state.own_memory is not None:
+        try:
+            state.own_memory.mark(moment)
+        except (RuntimeError, KeyError) as exc:       # the ledger is given up, and says why
+            state.own_memory, state.own_memory_off = None, f"PyTorch could not read its memory: {str(exc)[:200]}"
+    return moment
+
+
 def _window_verdict(found: measuring.CheckWindow | None, state: measuring.NodeMeasuring,
                     error: BaseException | None) -> BaseException | None:
     """The failure a check's window calls for, or None to keep the check's own outcome."""
-    if found is None or not (found.foreign or found.throttled):
+    if found is None or not (found.foreign or found.throttled or found.unseen):
         return None
     own = error if isinstance(error, CheckFailure) else None
     own_text = f" (the check's own verdict, {own.code}: {own.message[:600]})" if own else ""
-    if found.foreign and not state.allow_busy:
-        seen = gpu_watch.sighting_lines(found.foreign)
+    if (found.foreign or found.unseen) and not state.allow_busy:
+        seen = "; ".join([*(s.describe() for s in found.foreign), *(u.describe() for u in found.unseen)])
         if error is not None and (own is None or own.code not in measuring.NUMBER_CODES):
             if own is None:
                 return None
-            return CheckFailure(own.code, f"{own.message}; also, someone else's process was on the GPU: {seen}",
+            return CheckFailure(own.code, f"{own.message}; also, someone else's work was on the GPU: {seen}",
                                 own.hint)
-        return CheckFailure("RF-GPU-BUSY", f"someone else's work ran on the GPU while {found.check.split('::')[-1]} "
+        code = "RF-GPU-BUSY" if found.foreign else "RF-GPU-UNSEEN"
+        return CheckFailure(code, f"someone else's work ran on the GPU while {found.check.split('::')[-1]} "
                             f"measured it: {seen}; {found.marked} of its {found.numbers} numbers are marked invalid: "
                             f"they do not describe the hardware{own_text}")
     if found.throttled:

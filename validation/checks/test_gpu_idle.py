@@ -19,6 +19,7 @@ Limits and their sources: validation/targets/common.yaml and each SKU's idle_vra
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
@@ -29,7 +30,7 @@ from validation import idle, judged
 from validation.checks.measuring import WATCH_OFF, NodeMeasuring
 from validation.checks.outcome import CheckFailure, expect, fail_on_verdicts
 from validation.judge import Verdict
-from validation.probes import gpu_activity, gpu_watch
+from validation.probes import gpu_activity, gpu_watch, own_memory
 from validation.records import Status
 
 pytestmark = [pytest.mark.quick, pytest.mark.gpu]
@@ -91,6 +92,12 @@ def test_gpus_are_idle_before_measuring(host: Any, spec: dict, targets: Any, rec
         raise
     measuring_state.checked = True
     measuring_state.busy = idle.busy_gpus(verdicts)
+    if host.backend.NAME == "local" and not measuring_state.busy and not reading.errors:
+        # the GPUs are idle now: what is in use is the base, and this run's own share is known from here on
+        measuring_state.own_memory, measuring_state.own_memory_off = own_memory.attach(reading.gpus)
+        measuring_state.main_pid = os.getpid()
+    elif host.backend.NAME != "local":
+        measuring_state.own_memory_off = "a remote host: its probes run in processes of their own"
     if measuring_state.busy and measuring_state.allow_busy:
         found = "; ".join(measuring_state.busy.values())
         pytest.skip(f"measuring anyway (--allow-busy): {found}; every number taken on "
@@ -111,7 +118,7 @@ def test_gpus_stayed_idle_while_measuring(host: Any, spec: dict, targets: Any, r
     if measuring_state.busy and not measuring_state.allow_busy:
         _stop_watch(measuring_state)
         pytest.skip("nothing was measured: the pre-flight found the GPUs busy")
-    seen_during = _whole_run(measuring_state)
+    seen_during, unseen_during = _whole_run(measuring_state)
     torch = sys.modules.get("torch")
     if host.backend.NAME == "local" and torch is not None and torch.cuda.is_initialized():
         torch.cuda.empty_cache()    # our own cached blocks are not someone else's memory
@@ -122,40 +129,56 @@ def test_gpus_stayed_idle_while_measuring(host: Any, spec: dict, targets: Any, r
         became = {gpu: f"{why}; {marked} numbers measured on it marked "
                   + ("measured_while_busy" if measuring_state.allow_busy else "invalid") for gpu, why in became.items()}
     _stop_watch(measuring_state)
-    if measuring_state.allow_busy and (became or seen_during):
+    between = " (between measurements: no number was taken while it ran)"
+    if measuring_state.allow_busy and (became or seen_during or unseen_during):
         pytest.skip("measured with --allow-busy; someone else's work was on the GPUs: "
-                    + "; ".join([*became.values(), *(s.describe() for s in seen_during)])[:1500])
-    problems = [*(f"{s.describe()} (between measurements: no number was taken while it ran)" for s in seen_during),
-                *became.values()]
-    if problems:
-        raise CheckFailure("RF-GPU-BUSY", "someone else's work used the GPUs during this run: " + "; ".join(problems))
+                    + "; ".join([*became.values(), *(s.describe() for s in seen_during),
+                                 *(u.describe() for u in unseen_during)])[:1500])
+    problems = [*(f"{s.describe()}{between}" for s in seen_during), *became.values()]
+    unseen = [f"{u.describe()}{between}" for u in unseen_during]
+    if problems or unseen:
+        # someone the node can name makes it RF-GPU-BUSY; only work no process view shows is RF-GPU-UNSEEN
+        named = seen_during or any(code == idle.BUSY for code in became_codes(verdicts, became))
+        raise CheckFailure(idle.BUSY if named else idle.UNSEEN,
+                           "someone else's work used the GPUs during this run: " + "; ".join(problems + unseen))
     unwatched = [m for m in measuring_state.measurements if needs_watching(m)
                  and _unwatched(m.get("watch"), measuring_state)]
     expect(not unwatched, "RF-GPU-ACTIVITY-UNKNOWN",
            f"{len(unwatched)} numbers were measured while nothing watched the GPUs "
            f"({measuring_state.watch_error or 'no sample in their windows had its views read and understood'}), e.g. "
            + ", ".join(f"{m['metric']} {m['subject']}" for m in unwatched[:5]))
-    verdicts = [v for v in verdicts if not (v.code == "RF-GPU-BUSY" and v.subject in measuring_state.busy)]
+    verdicts = [v for v in verdicts if not (v.code in idle.BUSY_CODES and v.subject in measuring_state.busy)]
     _fail([v for v in verdicts if v.status is not Status.SKIP], reading)
 
 
-def _whole_run(state: NodeMeasuring) -> tuple[gpu_watch.Sighting, ...]:
-    """Foreign processes the watcher saw from the first measuring check to now that no check's window
-    caught; the watcher's cost and totals go into the results document."""
+def became_codes(verdicts: list[Verdict], became: dict[str, str]) -> list[str]:
+    """The busy codes of the GPUs that became busy since the pre-flight."""
+    return [v.code for v in verdicts if v.subject in became and v.status is Status.FAIL and v.code in idle.BUSY_CODES]
+
+
+def _whole_run(state: NodeMeasuring) -> tuple[tuple[gpu_watch.Sighting, ...], tuple[gpu_watch.Unseen, ...]]:
+    """Foreign processes, and memory someone the node cannot see held, that the watcher saw from the first
+    measuring check to now and no check's window caught; the watcher's cost and totals, and this run's own
+    memory ledger, go into the results document."""
     watcher = state.watcher
     if watcher is None or state.measured_from is None:
-        return ()
-    samples = watcher.wait_past(time.time())
-    run = gpu_watch.window(samples, state.measured_from, time.time(), interval_s=watcher.interval_s,
-                           owner=state.owner)
+        return (), ()
+    now = time.time()
+    samples = watcher.wait_past(now)
+    if state.own_memory is not None:
+        state.own_memory.mark(time.time())      # the samples up to now get their bound
+    run = state._window(samples, state.measured_from, now, watcher.interval_s, None)
     if state.results is not None:
         state.results.doc["watch"] = {
             **watcher.cost(), "from": round(state.measured_from, 3), "to": round(run.end, 3),
             "checks": len(state.windows), "checks_with_foreign_processes": sum(1 for w in state.windows if w.foreign),
+            "checks_with_unseen_memory": sum(1 for w in state.windows if w.unseen),
             "checks_throttled": sum(1 for w in state.windows if w.throttled),
-            "numbers_marked": sum(w.marked for w in state.windows), "run": run.to_json()}
+            "numbers_marked": sum(w.marked for w in state.windows), "run": run.to_json(),
+            "own_memory": state.own_memory.to_json() if state.own_memory is not None
+            else {"off": state.own_memory_off}}
         state.results.write()
-    return state.unattributed(run)
+    return state.unattributed(run), state.unseen_between(run)
 
 
 def _stop_watch(state: NodeMeasuring) -> None:

@@ -101,6 +101,27 @@ class Throttle:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Unseen:
+    """Memory on a GPU that neither the listed processes nor this run account for, over UNSEEN_MIB: someone
+    the node cannot see (validation/probes/own_memory.py)."""
+
+    gpu: int
+    first_t: float
+    last_t: float
+    samples: int
+    max_mib: float
+
+    def describe(self) -> str:
+        return (f"gpu{self.gpu} {self.max_mib:.0f} MiB in use that no listed process and not this run holds, "
+                f"{_clock(self.first_t)}-{_clock(self.last_t)} UTC ({self.samples} samples): someone the node "
+                "cannot see (another container, pod or PID namespace)")
+
+
+Unaccounted = Callable[["WatchSample", telemetry.GpuSample, dict[int, float]], "float | None"]
+"""(sample, one GPU of it, the listed processes on that GPU as pid -> MiB) -> MiB nothing accounts for."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Window:
     """What the watcher saw from `start` to `end` on the GPUs asked about."""
 
@@ -116,6 +137,8 @@ class Window:
     busy_pct_max: dict[int, float] = field(default_factory=dict)
     power_w_max: dict[int, float] = field(default_factory=dict)
     gfx_clock_min_mhz: dict[int, float] = field(default_factory=dict)
+    unseen: tuple[Unseen, ...] = ()
+    unaccounted_mib_max: dict[int, float] = field(default_factory=dict)    # judged samples only
     errors: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
@@ -134,6 +157,11 @@ class Window:
             "busy_pct_max": {f"gpu{g}": v for g, v in sorted(self.busy_pct_max.items())},
             "power_w_max": {f"gpu{g}": v for g, v in sorted(self.power_w_max.items())},
             "gfx_clock_min_mhz": {f"gpu{g}": v for g, v in sorted(self.gfx_clock_min_mhz.items())},
+            **({"unaccounted_mib_max": {f"gpu{g}": round(v, 1) for g, v in sorted(self.unaccounted_mib_max.items())}}
+               if self.unaccounted_mib_max else {}),
+            **({"unseen": [{"gpu": u.gpu, "first_seen": round(u.first_t, 3), "last_seen": round(u.last_t, 3),
+                            "samples": u.samples, "max_mib": round(u.max_mib, 1)} for u in self.unseen]}
+               if self.unseen else {}),
             **({"errors": list(self.errors)} if self.errors else {}),
         }
 
@@ -155,11 +183,13 @@ def unspecified_throttle(sample: telemetry.GpuSample) -> bool:
 
 
 def window(samples: Sequence[WatchSample], start: float, end: float, *, interval_s: float,
-           owner: Ownership, gpus: Iterable[int] | None = None) -> Window:
+           owner: Ownership, gpus: Iterable[int] | None = None, unaccounted: Unaccounted | None = None,
+           unseen_mib: float = float("inf")) -> Window:
     """What the samples say about `gpus` (all: None) from `start` to `end`: those taken inside, and the
     last one taken before the start (the state the window began in) where it is at most three
     intervals old. A sample whose GPU view failed still counts its process view: a process on a GPU
-    the view cannot place is put on every GPU asked about."""
+    the view cannot place is put on every GPU asked about. `unaccounted` says, per sample and GPU, how
+    much memory in use nothing accounts for; over `unseen_mib` it is someone the node cannot see."""
     wanted = None if gpus is None else set(gpus)
     taken = [s.t for s in samples]             # in the order taken: a run's hours of samples are sliced, not scanned
     first, last = bisect.bisect_right(taken, start), bisect.bisect_right(taken, end)
@@ -173,6 +203,8 @@ def window(samples: Sequence[WatchSample], start: float, end: float, *, interval
     busy: dict[int, float] = {}
     power: dict[int, float] = {}
     clock: dict[int, float] = {}
+    unseen: dict[int, list[Any]] = {}
+    unaccounted_max: dict[int, float] = {}
     errors: list[str] = []
     for s in inside:
         errors.extend(e for e in s.errors if e not in errors)
@@ -204,6 +236,15 @@ def window(samples: Sequence[WatchSample], start: float, end: float, *, interval
                 power[g.gpu] = max(power.get(g.gpu, 0.0), g.power_w)
             if g.gfx_clock_mhz is not None:
                 clock[g.gpu] = min(clock.get(g.gpu, g.gfx_clock_mhz), g.gfx_clock_mhz)
+            if unaccounted is not None:
+                bus = bus_of.get(g.gpu)
+                listed = {p.pid: p.vram_mib or 0.0 for p in s.processes if gpu_activity._on_gpu(p, g.gpu, bus)}
+                mib = unaccounted(s, g, listed)
+                if mib is not None:
+                    unaccounted_max[g.gpu] = max(unaccounted_max.get(g.gpu, mib), mib)
+                    if mib > unseen_mib:
+                        spell = unseen.setdefault(g.gpu, [s.t, s.t, 0, mib])
+                        spell[1], spell[2], spell[3] = s.t, spell[2] + 1, max(spell[3], mib)
     times = [s.t for s in inside]
     gaps = [b - a for a, b in itertools.pairwise(times)]
     if times:
@@ -217,7 +258,9 @@ def window(samples: Sequence[WatchSample], start: float, end: float, *, interval
                         for gpu, (r, a, b, n) in sorted(throttled.items())),
         power_capped_pct={g: round(100 * statistics.fmean(v), 1) for g, v in capped.items()},
         throttle_unspecified=unspecified, busy_pct_max=busy, power_w_max=power, gfx_clock_min_mhz=clock,
-        errors=tuple(errors))
+        unseen=tuple(Unseen(gpu=gpu, first_t=a, last_t=b, samples=n, max_mib=m)
+                     for gpu, (a, b, n, m) in sorted(unseen.items())),
+        unaccounted_mib_max=unaccounted_max, errors=tuple(errors))
 
 
 # --- the views: which commands the sampler runs, and how their outputs are read -----------------

@@ -168,3 +168,26 @@ def test_a_rocm_smi_pid_list_without_gpu_indices_makes_every_gpu_busy() -> None:
     assert len(reading.gpus) == 6 and all([p.pid for p in g.processes] == [3458806] for g in reading.gpus)
     busy = idle.busy_gpus(idle.judge_activity(reading.gpus, load_targets("mi250x"), idle.Ownership()))
     assert sorted(busy) == [f"gpu{i}" for i in range(6)] and "colabfold_batch" in busy["gpu0"]
+
+
+def test_a_busy_gpu_whose_work_no_listed_process_does_is_someone_the_node_cannot_see(h200: object) -> None:
+    # issue 41: the load's utilization and memory (busy query) with the process view of an idle GPU, as a run in
+    # its own PID namespace reads a neighbour's matmuls from outside it: an empty list is not an idle GPU
+    reading = read({QUERY: f"{NV}busy-query-gpu-util-mem-clocks.txt", APPS: f"{NV}idle-query-compute-apps.txt"})
+    (gpu,) = reading.gpus
+    assert gpu.processes == () and gpu.busy_pct == (99.0, 99.0, 99.0)
+    verdicts = by_metric(idle.judge_activity(reading.gpus, h200, idle.Ownership()))
+    assert verdicts["idle_foreign_processes"].status is Status.PASS
+    busy = verdicts["idle_gpu_busy_pct"]
+    assert busy.status is Status.FAIL and busy.code == "RF-GPU-UNSEEN", busy
+    assert "99 % utilization" in busy.reason and "someone it cannot see" in busy.reason
+    assert set(idle.busy_gpus(verdicts.values())) == {"gpu0"}         # measuring is skipped, as for RF-GPU-BUSY
+    # a view of load alone (no process view in it) cannot say whose: it stays RF-GPU-BUSY
+    alone = by_metric(idle.judge_activity(reading.gpus, h200, idle.Ownership(), processes_listed=False))
+    assert alone["idle_gpu_busy_pct"].code == "RF-GPU-BUSY" and "cannot see" not in alone["idle_gpu_busy_pct"].reason
+
+
+def test_a_busy_gpu_with_a_listed_foreign_process_stays_rf_gpu_busy(h200: object) -> None:
+    reading = read({QUERY: f"{NV}busy-query-gpu-util-mem-clocks.txt", APPS: f"{NV}busy-query-compute-apps.txt"})
+    verdicts = idle.judge_activity(reading.gpus, h200, idle.Ownership())
+    assert {v.code for v in verdicts if v.status is Status.FAIL} == {"RF-GPU-BUSY"}
