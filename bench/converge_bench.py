@@ -57,7 +57,7 @@ def run(playbook: Path, inventory: Path, limit: str, extra: list[str], shards: i
     start = time.perf_counter()
     if shards:       # rocm-fleet converge: site.yml in `shards` processes at once; it prints every host's recap
         argv = [str(Path(sys.executable).parent / "rocm-fleet"), "converge", "-i", str(inventory), "--hosts", limit,
-                "--shards", str(shards), "--log-dir", tempfile.mkdtemp(prefix="rf-converge-bench-"),
+                "--shards", str(shards), "--out", tempfile.mkdtemp(prefix="rf-converge-bench-"),
                 *(["--pull"] if pull else []), *(["--", *extra] if extra else [])]
     else:
         argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), "--limit", limit,

@@ -98,7 +98,7 @@ def converge_in_slices(inventory: Path, log_dir: Path, shards: int, *args: str, 
     """`rocm-fleet converge`: site.yml (pull.yml with `pull`) in `shards` ansible-playbook processes at once;
     the output is every slice's log followed by the command's own (merged recap, one line per slice)."""
     argv = [str(BIN / "rocm-fleet"), "converge", "-i", str(inventory), "--shards", str(shards),
-            "--log-dir", str(log_dir), *(["--pull"] if pull else []), *(["--", *args] if args else [])]
+            "--out", str(log_dir), *(["--pull"] if pull else []), *(["--", *args] if args else [])]
     start = time.monotonic()
     proc = subprocess.run(argv, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout_s, check=False)
     logs = "".join(path.read_text() for path in sorted(log_dir.glob("shard-*.log")))

@@ -176,7 +176,7 @@ def test_the_cluster_key_works_only_for_the_job_user_from_cluster_addresses_with
 def test_hanging_job_is_killed_within_its_limit_and_leaves_nothing_on_any_host(cluster, capsys) -> None:
     lab, inventory, _ = cluster
     started = time.monotonic()
-    code, doc = cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout-s", "10",
+    code, doc = cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout", "10",
                      "--json", "--", "python3", SMOKE, "--hang-rank", "2")
     took = time.monotonic() - started
     assert code == 1
@@ -188,7 +188,7 @@ def test_hanging_job_is_killed_within_its_limit_and_leaves_nothing_on_any_host(c
 
 def test_failing_rank_makes_the_job_fail_with_its_exit_code(cluster, capsys) -> None:
     lab, inventory, _ = cluster
-    code, doc = cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout-s", "60",
+    code, doc = cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout", "60",
                      "--json", "--", "python3", SMOKE, "--fail-rank", "1", "--exit-code", "7")
     assert code == 1 and not doc["timed_out"], doc["stderr"][-2000:]
     # prterun exits with the failed rank's status, or now and then with 255 after naming it: a fresh-clone

@@ -106,7 +106,7 @@ def test_srun_job_gets_the_declared_environment_on_every_rank(cluster, capsys) -
 def test_hanging_srun_job_is_killed_within_its_limit_and_leaves_nothing(cluster, capsys) -> None:
     lab, inventory, _ = cluster
     started = time.monotonic()
-    code, doc = cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout-s", "10",
+    code, doc = cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout", "10",
                      "--json", "--", "python3", SMOKE, "--hang-rank", "1")
     took = time.monotonic() - started
     assert code == 1
@@ -123,7 +123,7 @@ def test_failing_rank_fails_the_srun_job_at_once_naming_the_task(cluster, capsys
     and srun reports the worst of all tasks; srun names the failing task and its code on stderr."""
     lab, inventory, _ = cluster
     started = time.monotonic()
-    code, doc = cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout-s", "60",
+    code, doc = cli(capsys, "cluster", "run", "-i", str(inventory), "--group", "lab", "--timeout", "60",
                      "--json", "--", "python3", SMOKE, "--fail-rank", "1", "--exit-code", "7")
     assert code == 1
     assert doc["rc"] not in (0, None) and doc["timed_out"] is False, doc

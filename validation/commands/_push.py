@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from validation import push
+from validation.commands._options import deprecated
 from validation.errors import RocmFleetError
 from validation.records import to_jsonable
 
@@ -30,7 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--push-allow-http", action="store_true",
                    help="let --push send the token (or URL user info) over plain http:// (a network you trust "
                    "end to end); refused otherwise. ~/.netrc's credentials never go over plain http")
-    p.add_argument("--push-timeout-s", type=float, default=10.0, help="seconds allowed per push request (default 10)")
+    p.add_argument("--push-timeout", dest="push_timeout_s", type=float, default=10.0, metavar="SECONDS",
+                   help="seconds allowed per push request (default 10)")
+    deprecated(p, "--push-timeout-s", "--push-timeout", "push_timeout_s", type=float)
     p.add_argument("--push-retries", type=int, default=3,
                    help="further attempts after a connection error, timeout or 429/5xx (default 3)")
 

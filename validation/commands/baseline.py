@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from validation import baseline
+from validation.commands._options import deprecated
 from validation.errors import RocmFleetError
 from validation.report import load_run
 
@@ -25,7 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     create = verbs.add_parser("create", help="make a baseline file from results directories")
     create.add_argument("results", type=Path, nargs="+", metavar="RESULTS_DIR",
                         help="directories of per-node results (validate's --results, validate.yml's runs)")
-    create.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="baseline file to write")
+    create.add_argument("-o", "--out", dest="output", type=Path, default=None, metavar="FILE",
+                        help="baseline file to write (required)")
+    deprecated(create, "--output", "--out", "output", type=Path)
     create.add_argument("--name", default=None, help="the baseline's name in every verdict (default: the file name)")
     create.add_argument("--quantile", type=float, default=baseline.DEFAULT_QUANTILE,
                         help="the low quantile each floor starts from (default 0.05, the 5th percentile)")
@@ -45,6 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_create(args: argparse.Namespace) -> int:
+    if args.output is None:
+        raise RocmFleetError("baseline create: give the file to write with --out FILE (-o FILE)")
     docs = []
     for directory in args.results:
         if not directory.is_dir():

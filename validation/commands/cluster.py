@@ -2,10 +2,10 @@
 declares), schedule pairwise runs, and admit nodes into the cluster.
 
     cluster hostfile -i INV [--group G] [--slurm]           the group's hostfile / Slurm node list
-    cluster run      -i INV [--group G] [--nodes a,b] [--timeout-s S] -- PROGRAM [ARGS]
-    cluster smoke    -i INV [--group G] [--timeout-s S]    MPI ping-pong + allreduce on every node
+    cluster run      -i INV [--group G] [--nodes a,b] [--timeout S] -- PROGRAM [ARGS]
+    cluster smoke    -i INV [--group G] [--timeout S]    MPI ping-pong + allreduce on every node
     cluster pairwise -i INV [--group G] --out DIR [--pattern pairwise|partner|k-batch|all]
-                     [--partner NODE] [--k K] [--timeout-s S] -- all_reduce_perf ARGS
+                     [--partner NODE] [--k K] [--timeout S] -- all_reduce_perf ARGS
     cluster admit    --runs DIR --single-node RESULTS_DIR --sku SKU [--gpus-per-node 8] [--out DIR]
                      [--rails RAILS_JSON]               + reject nodes whose per-rail checks failed
     cluster rails    -i INV [--group G] [--rails mlx5_0:1,mlx5_1:1] [--gid-index N]
@@ -27,6 +27,7 @@ import json
 import sys
 from pathlib import Path
 
+from validation.commands._options import deprecated
 from validation.errors import RocmFleetError
 from validation.judge import Verdict
 from validation.multinode import admission, rail_gids, rail_runs, rails, report, results, schedule
@@ -59,14 +60,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     q = cmds.add_parser("run", help="run a program on the group's nodes through the declared launcher")
     with_inventory(q)
     q.add_argument("--nodes", default="", help="comma-separated subset of the group (default: all)")
-    q.add_argument("--timeout-s", type=float, default=300.0, help="wall-clock limit of the job (default 300)")
+    q.add_argument("--timeout", dest="timeout_s", type=float, default=300.0, metavar="SECONDS",
+                   help="wall-clock limit of the job (default 300)")
+    deprecated(q, "--timeout-s", "--timeout", "timeout_s", type=float)
     q.add_argument("--json", action="store_true", help="print one JSON document")
     q.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS]")
     q.set_defaults(run=run_program)
 
     q = cmds.add_parser("smoke", help="MPI ping-pong + allreduce across every node (roles/mpi_launcher's program)")
     with_inventory(q)
-    q.add_argument("--timeout-s", type=float, default=300.0)
+    q.add_argument("--timeout", dest="timeout_s", type=float, default=300.0, metavar="SECONDS",
+                   help="wall-clock limit of the job (default 300)")
+    deprecated(q, "--timeout-s", "--timeout", "timeout_s", type=float)
     q.add_argument("--json", action="store_true")
     q.set_defaults(run=run_smoke)
 
@@ -76,7 +81,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--pattern", choices=["pairwise", "partner", "k-batch", "all"], default="pairwise")
     q.add_argument("--partner", default="", help="known-good node for --pattern partner")
     q.add_argument("--k", type=int, default=2, help="batch size for --pattern k-batch")
-    q.add_argument("--timeout-s", type=float, default=600.0, help="limit per run (default 600)")
+    q.add_argument("--timeout", dest="timeout_s", type=float, default=600.0, metavar="SECONDS",
+                   help="limit per run (default 600)")
+    deprecated(q, "--timeout-s", "--timeout", "timeout_s", type=float)
     q.add_argument("program", nargs=argparse.REMAINDER, help="-- all_reduce_perf -b 8 -e 16G -f 2 -g 1 -c 1")
     q.set_defaults(run=run_pairwise)
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from validation import recap
+from validation.commands._options import deprecated
 from validation.errors import RocmFleetError
 from validation.runner import environment_tool
 
@@ -46,8 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ansible-playbook processes at once (default: the controller's CPUs, at most one per host)")
     p.add_argument("--pull", action="store_true",
                    help="nodes converge themselves (playbooks/pull.yml) instead of the controller running site.yml")
-    p.add_argument("--log-dir", type=Path, default=None, metavar="DIR",
+    p.add_argument("--out", dest="log_dir", type=Path, default=None, metavar="DIR",
                    help="where each slice's output goes (default results/converge-<UTC stamp>/)")
+    deprecated(p, "--log-dir", "--out", "log_dir", type=Path)
     p.add_argument("playbook_args", nargs=argparse.REMAINDER, metavar="-- OPTIONS",
                    help="passed to every ansible-playbook after --, e.g. -- -e rocm_version=6.4.1 --check --diff")
     p.set_defaults(run=run)

@@ -72,7 +72,7 @@ def test_slices_run_side_by_side_and_the_recap_names_every_host(fake_ansible: Pa
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     hosts(fake_ansible, [f"node{i}" for i in range(5)], monkeypatch)
     start = time.monotonic()
-    rc = main(["converge", "-i", str(fake_ansible / "inventory.yml"), "--shards", "2", "--log-dir",
+    rc = main(["converge", "-i", str(fake_ansible / "inventory.yml"), "--shards", "2", "--out",
                str(fake_ansible / "logs"), "--", "-e", "rocm_version=6.4.1"])
     took = time.monotonic() - start
     out = capsys.readouterr().out
@@ -90,7 +90,7 @@ def test_slices_run_side_by_side_and_the_recap_names_every_host(fake_ansible: Pa
 def test_pull_gives_every_slice_the_playbook_whose_nodes_converge_themselves(
         fake_ansible: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     hosts(fake_ansible, ["n1", "n2", "n3"], monkeypatch)
-    assert main(["converge", "-i", str(fake_ansible / "inventory.yml"), "--shards", "2", "--pull", "--log-dir",
+    assert main(["converge", "-i", str(fake_ansible / "inventory.yml"), "--shards", "2", "--pull", "--out",
                  str(fake_ansible / "logs")]) == 0
     made = calls(fake_ansible)
     assert len(made) == 2 and all(c["args"][2].endswith("playbooks/pull.yml") for c in made)
@@ -100,7 +100,7 @@ def test_pull_gives_every_slice_the_playbook_whose_nodes_converge_themselves(
 def test_a_limit_narrows_the_hosts_sliced_and_is_not_passed_on(fake_ansible: Path, monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     hosts(fake_ansible, ["rack1-a", "rack1-b", "rack2-a"], monkeypatch)
-    assert main(["converge", "-i", str(fake_ansible / "inventory.yml"), "--shards", "8", "--log-dir",
+    assert main(["converge", "-i", str(fake_ansible / "inventory.yml"), "--shards", "8", "--out",
                  str(fake_ansible / "logs"), "--", "--limit", "rack1*"]) == 0
     made = calls(fake_ansible)
     assert sorted(h for c in made for h in c["hosts"]) == ["rack1-a", "rack1-b"] and len(made) == 2
@@ -111,10 +111,10 @@ def test_a_failed_host_fails_the_run_and_a_slice_that_cannot_run_gives_no_verdic
         fake_ansible: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     hosts(fake_ansible, ["good1", "bad1", "good2"], monkeypatch)
     inventory = str(fake_ansible / "inventory.yml")
-    assert main(["converge", "-i", inventory, "--shards", "3", "--log-dir", str(fake_ansible / "a")]) == 1
+    assert main(["converge", "-i", inventory, "--shards", "3", "--out", str(fake_ansible / "a")]) == 1
     assert "exit 2 (host failures)" in capsys.readouterr().out
     monkeypatch.setenv("FAKE_BROKEN", "1")
-    assert main(["converge", "-i", inventory, "--shards", "3", "--log-dir", str(fake_ansible / "b")]) == 2
+    assert main(["converge", "-i", inventory, "--shards", "3", "--out", str(fake_ansible / "b")]) == 2
     assert "exit 5 (could not run)" in capsys.readouterr().out
 
 

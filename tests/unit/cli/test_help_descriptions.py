@@ -3,22 +3,11 @@ no description): the line the parent's --help shows for it, unless it gives a de
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
+from cli_tree import subcommands
 
 from validation.cli import build_parser
 from validation.commands import summaries
-
-
-def subcommands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...],
-                                                                                            argparse.ArgumentParser]]:
-    found = []
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                found += [((*path, name), sub), *subcommands(sub, (*path, name))]
-    return found
 
 
 @pytest.mark.parametrize("command", [s.name for s in summaries()])

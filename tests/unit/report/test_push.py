@@ -208,7 +208,7 @@ def test_report_push_sends_the_fleet_summary_and_leaks_no_secret(
     monkeypatch.setenv("ROCM_FLEET_PUSH_TOKEN", TOKEN)
     endpoint.script = [503, 200]
     rc = main(["--debug", "report", str(results_dir(tmp_path)), "--json", "--push", secret_url(endpoint),
-               "--push-allow-http", "--push-retries", "2", "--push-timeout-s", "5"])
+               "--push-allow-http", "--push-retries", "2", "--push-timeout", "5"])
     out, err = capsys.readouterr()
     assert rc == 0
     doc = json.loads(out)
