@@ -352,7 +352,7 @@ class Watcher:
             return False
         self.directory = made
         config = {"interval_s": self.interval_s, "out": f"{self.directory}/samples.jsonl",
-                  "stop": f"{self.directory}/stop", "owner_pid": self.owner_pid,
+                  "stop": f"{self.directory}/stop", "tick": f"{self.directory}/tick", "owner_pid": self.owner_pid,
                   "deadline": time.time() + REMOTE_DEADLINE_S, "timeout_s": max(10.0, 5 * self.interval_s),
                   "commands": {"gpus": list(self.views.gpus_argv), "processes": list(self.views.processes_argv)},
                   "run": uuid.uuid4().hex}
@@ -391,12 +391,17 @@ class Watcher:
 
     def wait_past(self, moment: float, limit_s: float | None = None) -> list[WatchSample]:
         """Read until a sample taken after `moment` is in (at most `limit_s`, default three intervals
-        and the views' time)."""
+        and the views' time). The sampler is asked to take it at once (its tick file), not at its next
+        interval: the run's first and last moments cost the views' time, not up to an interval."""
         deadline = time.time() + (limit_s if limit_s is not None else 3 * self.interval_s + 5)
+        asked = False
         while True:
             samples = self.read()
             if (samples and samples[-1].t >= moment) or time.time() >= deadline:
                 return samples
+            if not asked and self.directory is not None:
+                self.host.run(f"touch -- {self.directory}/tick")
+                asked = True
             # a sampler that is gone will write nothing more (its pid file needs a moment after the start)
             if time.time() - (self.started_at or 0.0) > STARTUP_S and not self.alive():
                 return samples

@@ -8,11 +8,15 @@ belong to the run (the owner process and its descendants, read before and after 
 so a probe that started or ended meanwhile is still known). validation/probes/gpu_watch.py parses
 and judges the lines.
 
+A tick file (config "tick") that appears makes the next tick start at once instead of at the interval:
+the reader asks for a sample of "now" (the run's first moment, the post-flight's last) without waiting
+up to an interval for it.
+
 It stops when the stop file appears, when the owner process is gone, or at the deadline, whichever
 comes first: a run that is killed leaves no sampler behind for longer than one interval (local) or
 the deadline (a remote node, whose owner is on the controller).
 
-CONFIG (JSON): {"interval_s": 1.0, "out": PATH, "stop": PATH, "deadline": EPOCH, "owner_pid": PID|null,
+CONFIG (JSON): {"interval_s": 1.0, "out": PATH, "stop": PATH, "tick": PATH, "deadline": EPOCH, "owner_pid": PID|null,
 "timeout_s": 10, "commands": {"gpus": ARGV, "processes": ARGV}}
 """
 
@@ -96,6 +100,7 @@ def main(config_path: str) -> int:
     owner = config.get("owner_pid")
     commands = config["commands"]
     stop = Path(config["stop"])
+    tick_now = Path(config["tick"]) if config.get("tick") else None
     deadline = float(config["deadline"])
     Path(config["out"]).with_name("pid").write_text(f"{os.getpid()}\n")
 
@@ -119,6 +124,9 @@ def main(config_path: str) -> int:
             out.write(json.dumps(tick) + "\n")
             out.flush()
             while go_on() and time.time() - start < interval:
+                if tick_now is not None and tick_now.exists():
+                    tick_now.unlink(missing_ok=True)
+                    break
                 time.sleep(min(STEP_S, max(0.0, interval - (time.time() - start))))
     return 0
 

@@ -152,3 +152,27 @@ def test_the_sampler_stops_on_its_stop_file(tmp_path: Path) -> None:
     assert sampler.wait(timeout=5) == 0
     first = json.loads((tmp_path / "s.jsonl").read_text().splitlines()[0])
     assert first["views"]["processes"]["rc"] is None and first["ours"] == []
+
+
+def test_a_tick_file_makes_the_sampler_take_its_next_sample_at_once(tmp_path: Path) -> None:
+    # a 30 s interval: without the tick file the second sample would come half a minute later
+    config = {"interval_s": 30.0, "out": str(tmp_path / "s.jsonl"), "stop": str(tmp_path / "stop"),
+              "tick": str(tmp_path / "tick"), "deadline": time.time() + 60, "owner_pid": None, "timeout_s": 5,
+              "commands": {"gpus": ["true"], "processes": ["true"]}}
+    (tmp_path / "c.json").write_text(json.dumps(config))
+    sampler = subprocess.Popen([sys.executable, str(gpu_watch.SAMPLER), str(tmp_path / "c.json")])
+    try:
+        deadline = time.time() + 10
+        while not (tmp_path / "s.jsonl").exists() or not (tmp_path / "s.jsonl").read_text():
+            assert time.time() < deadline, "no first sample"
+            time.sleep(0.05)
+        asked = time.time()
+        (tmp_path / "tick").touch()
+        while len((tmp_path / "s.jsonl").read_text().splitlines()) < 2:
+            assert time.time() - asked < 5, "the tick file did not bring the next sample forward"
+            time.sleep(0.05)
+        second = json.loads((tmp_path / "s.jsonl").read_text().splitlines()[1])
+        assert second["t"] >= asked - 0.01 and not (tmp_path / "tick").exists()
+    finally:
+        (tmp_path / "stop").touch()
+        assert sampler.wait(timeout=5) == 0
