@@ -140,6 +140,8 @@ def pytest_argv(args: argparse.Namespace, results: Path) -> list[str]:
         argv.append(f"--rf-valid-for-hours={args.valid_for:g}")
     if args.watch_interval is not None:
         argv.append(f"--rf-watch-interval={args.watch_interval:g}")
+    if getattr(args, "debug", False):
+        argv += ["--tb=short", "-ra"]        # each failure's traceback and every skip's reason, as pytest prints them
     argv += parallel_argv(args.hosts, args.forks)
     return argv
 
