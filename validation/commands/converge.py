@@ -28,6 +28,7 @@ from pathlib import Path
 from validation import recap
 from validation.commands._options import deprecated
 from validation.errors import RocmFleetError
+from validation.parsers._text import printable
 from validation.runner import environment_tool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # both from a run that reached its PLAY RECAP; 4 is also a parser error, which has no recap. The rest
 # (1 error, 5 bad options, 99 interrupted, 250 unexpected) mean the slice gave no verdict.
 HOST_BITS = 2 | 4
+PROGRESS_S = 15.0          # a line saying where each slice is, this often while they run (a converge takes minutes)
+TAIL_BYTES = 16384         # of a slice's log, read to find its current task
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -112,6 +115,19 @@ class Slice:
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
+    def at(self) -> str:
+        """Where the slice is: the last task (or play) its log names, or that it is done."""
+        if self.rc is not None:
+            return f"slice {self.index + 1} done ({self.verdict()}, {self.seconds:.0f} s)"
+        try:
+            with self.log.open("rb") as log:
+                log.seek(max(0, log.seek(0, os.SEEK_END) - TAIL_BYTES))
+                tail = log.read().decode(errors="replace")
+        except OSError:
+            tail = ""
+        step = next((line for line in reversed(tail.splitlines()) if line.startswith(("TASK [", "PLAY ["))), "")
+        return f"slice {self.index + 1} at {printable(step.rstrip(' *'))[:100] or 'its start'}"
+
     def verdict(self) -> str:
         if self.rc == 0:
             return "ok"
@@ -150,10 +166,14 @@ def run(args: argparse.Namespace) -> int:
             with part.log.open("w") as out:
                 part.proc = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                                              start_new_session=True)
+        said = time.monotonic()
         while any(part.rc is None for part in parts):
             for part in parts:
                 if part.rc is None and part.proc is not None and part.proc.poll() is not None:
                     part.rc, part.seconds = part.proc.returncode, time.monotonic() - start
+            if any(part.rc is None for part in parts) and time.monotonic() - said >= PROGRESS_S:
+                said = time.monotonic()
+                print(f"rocm-fleet: {said - start:.0f} s: " + "; ".join(part.at() for part in parts), flush=True)
             time.sleep(0.2)
     except KeyboardInterrupt:
         _stop(parts)

@@ -37,6 +37,10 @@ with open(os.environ["FAKE_CALLS"], "a") as calls:
 if os.environ.get("FAKE_BROKEN"):
     print("ERROR! the playbook could not be parsed")
     sys.exit(5)
+if os.environ.get("FAKE_TASK"):
+    print("PLAY [Provision] *****", flush=True)
+    print(f"TASK [{{os.environ['FAKE_TASK']}}] *****", flush=True)
+    time.sleep(1.5)
 time.sleep(0.5)
 print("PLAY RECAP *****")
 rc = 0
@@ -129,3 +133,19 @@ def test_bad_input_is_one_line_and_exit_2(fake_ansible: Path, monkeypatch: pytes
     assert main(["converge", "-i", str(fake_ansible / "missing.yml")]) == 2
     assert main(["converge", "-i", inventory, "--shards", "0"]) == 2
     assert not (fake_ansible / "calls.jsonl").exists()
+
+
+def test_a_long_converge_says_where_each_slice_is_while_it_runs(fake_ansible: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 44: `converge` was silent until every slice ended
+    (fake_ansible / "hosts.json").write_text(json.dumps(["n1", "n2"]))
+    monkeypatch.setenv("FAKE_HOSTS", str(fake_ansible / "hosts.json"))
+    monkeypatch.setenv("FAKE_TASK", "rocm : Install the \x1b[31mROCm packages")
+    monkeypatch.setattr(converge, "PROGRESS_S", 0.5)
+    assert main(["converge", "-i", str(fake_ansible / "inventory.yml"), "--shards", "2", "--out",
+                 str(fake_ansible / "logs")]) == 0
+    progress = [line for line in capsys.readouterr().out.splitlines()
+                if line.startswith("rocm-fleet: ") and " s: " in line]
+    assert progress, "no progress line"
+    assert "slice 1 at TASK [rocm : Install the ROCm packages]" in progress[0], progress   # escapes left out
+    assert "slice 2 at TASK [" in progress[0] and "\x1b" not in "".join(progress)
