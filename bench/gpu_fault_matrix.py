@@ -248,17 +248,12 @@ def loads_phase(out: Path, baseline: Path | None, cases: tuple[str, ...] = LOADE
     return rows
 
 
-NAMESPACE_CASES = ("ns-idle", "ns-late", "ns-mid")
+NAMESPACE_CASES = ("ns-idle", "ns-mid", "ns-late")
 
 
 def namespace_phase(out: Path, baseline: Path | None) -> list[dict[str, Any]]:
     """The suite in its own PID namespace; the load, where there is one, outside it."""
     rows = [quick(out, "ns-idle", namespace=True)]
-
-    def late(results: Path, node: str) -> subprocess.Popen:
-        wait_for_check(results, node, PREFLIGHT)
-        return load(MATMUL, 300, out / "ns-late.log")
-    rows.append(quick(out, "ns-late", during=late, namespace=True))
 
     def mid(name: str) -> Any:
         def start(results: Path, node: str) -> subprocess.Popen:
@@ -267,6 +262,11 @@ def namespace_phase(out: Path, baseline: Path | None) -> list[dict[str, Any]]:
             return load(MATMUL, 25, out / f"{name}.log")
         return start
     rows.append(quick(out, "ns-mid", during=mid("ns-mid"), namespace=True))
+
+    def late(results: Path, node: str) -> subprocess.Popen:
+        wait_for_check(results, node, PREFLIGHT)
+        return load(MATMUL, 300, out / "ns-late.log")
+    rows.append(quick(out, "ns-late", during=late, namespace=True))
     if baseline is not None:
         rows.append(quick(out, "ns-mid-baseline", "--baseline", str(baseline), during=mid("ns-mid-baseline"),
                           namespace=True))
