@@ -8,6 +8,7 @@ the node at once as "a code not listed" and became the textfile's `code` label.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -89,3 +90,33 @@ def test_rf_check_failed_is_a_configuration_problem_that_waits_like_drift() -> N
     assert "RF-CHECK-FAILED" in CODES
     assert flap.drain_after("RF-CHECK-FAILED", {}) == flap.DEFAULT_DRAIN_AFTER
     assert not flap.is_fatal("RF-CHECK-FAILED", {})
+
+
+NVIDIA_STANDIN = """#!/bin/sh
+# MOCK: no NVIDIA GPU here. Prints real outputs of the lent H200 (tests/fixtures/real/nvidia-smi/SOURCES.md), the
+# first line ("$ command") left out: the query of a GPU running someone's bf16 matmuls, and the process view of an
+# idle one, as a run in its own PID namespace sees a neighbour outside it.
+case "$*" in
+  *--query-gpu=*) tail -n +2 "$FIXTURES/h200-x1-rocm-fleet-busy-query-gpu-util-mem-clocks.txt" ;;
+  *--query-compute-apps=*) tail -n +2 "$FIXTURES/h200-x1-rocm-fleet-idle-query-compute-apps.txt" ;;
+  *) exit 9 ;;
+esac
+"""
+
+
+def test_a_gpu_in_use_by_no_process_the_node_can_list_is_someone_unseen_not_an_idle_gpu(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 41: the health mode's idle check read only the process list and memory; inside a container a busy
+    # GPU with an empty list passed
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "nvidia-smi").write_text(NVIDIA_STANDIN)
+    (tmp_path / "bin" / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("FIXTURES", str(Path(__file__).resolve().parents[2] / "fixtures" / "real" / "nvidia-smi"))
+    run, text = health(tmp_path, "validation_gpu_count: 1\nvalidation_gpu_vendor: nvidia\n"
+                                 "validation_target_sku: h200\n")
+    summary = json.loads(run.stdout)
+    (found,) = [f for f in summary["failed"] if f["check"] == PROCESS_CHECK]
+    assert found["code"] == "RF-GPU-UNSEEN", found
+    assert "gpu0 now: 99 % utilization" in found["message"] and "someone it cannot see" in found["message"]
+    assert f'check="{PROCESS_CHECK}",status="fail",code="RF-GPU-UNSEEN"}} 2' in text
