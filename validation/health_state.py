@@ -16,9 +16,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from validation.files import write_atomically
 
 STATE_VERSION = 1
 UNREADABLE = ".unreadable-"
@@ -82,9 +83,4 @@ class HealthState:
         if self.unreadable is not None and self.set_aside() is None and os.path.lexists(self.path):
             return                      # never write over a file that could not be read
         self.current["updated_at"] = now()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(self.current, handle, indent=2, sort_keys=True)
-            handle.write("\n")
-        Path(tmp).replace(self.path)
+        write_atomically(self.path, json.dumps(self.current, indent=2, sort_keys=True) + "\n")

@@ -24,15 +24,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from validation.errors import RocmFleetError
+from validation.files import write_atomically
 
 SCHEMA_VERSION = 1
 CODE = re.compile(r"RF-[A-Z0-9-]+")
@@ -229,10 +228,4 @@ def load(path: Path, node: str) -> dict[str, Any]:
 def save(path: Path, doc: Mapping[str, Any]) -> None:
     """Write the record atomically (a reboot right after leaves the old or the new one, never half)."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(json.dumps(doc, indent=2) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    Path(tmp).chmod(0o644)
-    Path(tmp).replace(path)
+    write_atomically(path, json.dumps(doc, indent=2) + "\n", mode=0o644, durable=True)

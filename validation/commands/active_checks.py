@@ -22,12 +22,12 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from validation import active
 from validation.errors import RocmFleetError
+from validation.files import write_atomically
 
 DEFAULT_STATE = Path("/var/lib/rocm-fleet/active-checks")
 STATE_FILE = "submitted.json"
@@ -114,12 +114,8 @@ def last_checked(state: dict[str, dict[str, Any]]) -> dict[str, dt.datetime | No
 
 
 def save_state(state_dir: Path, nodes: dict[str, dict[str, Any]]) -> None:
-    state_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=state_dir, prefix=f".{STATE_FILE}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        json.dump({"schema_version": 1, "nodes": dict(sorted(nodes.items()))}, handle, indent=2)
-        handle.write("\n")
-    Path(tmp).replace(state_dir / STATE_FILE)
+    write_atomically(state_dir / STATE_FILE,
+                     json.dumps({"schema_version": 1, "nodes": dict(sorted(nodes.items()))}, indent=2) + "\n")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -45,6 +45,7 @@ from typing import Any
 from validation import flap, names, slurm
 from validation.commands.validate import checks_argv, checks_env
 from validation.errors import RocmFleetError
+from validation.files import write_atomically
 from validation.health_state import HealthState, now
 from validation.records import FAILING
 from validation.report import load_run
@@ -181,16 +182,6 @@ def publish(run_dir: Path, last: Path) -> Path:
     return last
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """node_exporter must never read half a file: write beside it, then rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    Path(tmp).chmod(0o644)
-    Path(tmp).replace(path)
-
-
 def show_policy(overrides: dict[str, int], as_json: bool) -> int:
     rows = flap.policy_table(overrides)
     if as_json:
@@ -285,10 +276,11 @@ def checked(args: argparse.Namespace, node: str, slurm_node: str, overrides: dic
     else:
         action, drained = slurm_act(slurm_node, decision.wanted, decision.reason, state)
     if args.textfile:
-        write_atomically(args.textfile, textfile(doc, ok=passed, duration_s=seconds, finished_at=time.time(),
-                                                 drained=drained, codes=decision.codes,
-                                                 history_ok=unreadable is None and not history.problems,
-                                                 held=None if state is None else state.needs_physical_action))
+        # node_exporter must never read half a file
+        text = textfile(doc, ok=passed, duration_s=seconds, finished_at=time.time(), drained=drained,
+                        codes=decision.codes, history_ok=unreadable is None and not history.problems,
+                        held=None if state is None else state.needs_physical_action)
+        write_atomically(args.textfile, text, mode=0o644)
     said = [f"health history unreadable ({unreadable}); "
             + (f"moved aside to {aside.name}" if aside else "left in place, not overwritten")
             + (": Slurm's drain kept as it is this run" if args.slurm else "")] if unreadable else []

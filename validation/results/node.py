@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from validation import validity
+from validation.files import write_atomically
 
 SCHEMA_VERSION = 1
 
@@ -62,12 +61,4 @@ class NodeResults:
         self.write()
 
     def write(self) -> None:
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as handle:
-                json.dump(self.doc, handle, indent=2, default=str)
-                handle.write("\n")
-            Path(tmp).replace(self.path)
-        except BaseException:          # Ctrl-C in the middle of a write: the last whole document stays
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(self.path, json.dumps(self.doc, indent=2, default=str) + "\n")

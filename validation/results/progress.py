@@ -16,13 +16,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from validation.files import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -112,12 +112,8 @@ def plan(checks: Iterable[tuple[str, str, str | None]], durations: Mapping[str, 
 
 
 def write_atomic(path: Path, doc: Mapping[str, Any]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        json.dump(doc, handle, indent=2)
-        handle.write("\n")
-    Path(tmp).chmod(0o644)          # no secrets in it; an unprivileged `rocm-fleet progress` may read it
-    Path(tmp).replace(path)
+    # no secrets in it; an unprivileged `rocm-fleet progress` may read it
+    write_atomically(path, json.dumps(doc, indent=2) + "\n", mode=0o644)
 
 
 class NodeProgress:
