@@ -11,8 +11,6 @@ survives reboots; a check whose baseline is missing records one and passes ("fir
 
 from __future__ import annotations
 
-from validation.health_state import STATE_VERSION, HealthState, now
-
 # Smoke checks that need no load and answer quickly: presence and identity, driver, PCIe link,
 # firmware consistency, configuration drift (THP, NUMA balancing, command line pending, holds).
 HEALTH_CHECKS = frozenset({
@@ -28,5 +26,3 @@ HEALTH_CHECKS = frozenset({
     "test_running_kernel_booted_with_the_parameters",
     "test_rocm_packages_are_held",
 })
-
-__all__ = ["HEALTH_CHECKS", "STATE_VERSION", "HealthState", "now"]   # the state moved to validation/health_state.py

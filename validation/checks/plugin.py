@@ -21,6 +21,7 @@ from validation.checks.facts import provenance
 from validation.checks.node import RESULTS, node_name, results_for
 from validation.checks.outcome import CheckFailure
 from validation.checks.targets_fixture import targets  # noqa: F401  (registers the fixture)
+from validation.health_state import HealthState
 from validation.probes import gpu_activity, gpu_watch
 from validation.results import catalog, progress
 from validation.spec import DeclaredState, checks_spec, load_spec_file
@@ -446,11 +447,11 @@ def _provenance(request: pytest.FixtureRequest) -> None:
     results.write()
 
 
-_HEALTH = pytest.StashKey[dict[str, health.HealthState]]()
+_HEALTH = pytest.StashKey[dict[str, HealthState]]()
 
 
 @pytest.fixture
-def health_state(host: Any, request: pytest.FixtureRequest) -> health.HealthState:
+def health_state(host: Any, request: pytest.FixtureRequest) -> HealthState:
     """The node's health memory (previous run's counters, kernel log position, firmware); health mode only."""
     directory = request.config.getoption("--rf-health-state")
     if not directory:
@@ -458,7 +459,7 @@ def health_state(host: Any, request: pytest.FixtureRequest) -> health.HealthStat
     name = node_name(host, request.config.getoption("--rf-node"))
     store = request.config.stash.setdefault(_HEALTH, {})
     if name not in store:
-        store[name] = health.HealthState(Path(directory), name)
+        store[name] = HealthState(Path(directory), name)
     return store[name]
 
 

@@ -29,11 +29,11 @@ from typing import Any, TypeVar
 import pytest
 
 from validation import idle, parsers, ras
-from validation.checks.health import HealthState, now
 from validation.checks.outcome import expect, fail_on_verdicts, require
 from validation.checks.tools import CPER_FOLDER, amd_smi_text, skip_unless_driver_loaded
 from validation.errors import ParseError
 from validation.flap import ECC_CORRECTABLE_ONLY
+from validation.health_state import HealthState, now
 from validation.judge import judge_value
 from validation.parsers import amd_smi_ras, dmesg
 from validation.probes import gpu_activity, telemetry

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from validation import parsers, runner
+from validation import parsers
 from validation.errors import ParseError, ProbeError, RocmFleetError
 from validation.idle import GpuActivity
 from validation.probes import telemetry, watch_sampler
@@ -239,10 +239,6 @@ def host_run(host: Any) -> Run:
 def host_which(host: Any) -> Callable[[str], str | None]:
     """`which` on a testinfra host: the tool's name when it is on the host's PATH, else None."""
     return lambda tool: tool if host.exists(tool) else None
-
-
-def local_run() -> Run:
-    return runner.run
 
 
 def own_pids(root: Path = Path("/proc"), me: int | None = None) -> frozenset[int]:

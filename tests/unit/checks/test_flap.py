@@ -16,10 +16,10 @@ from recorded_host import RecordedHost
 
 from validation import flap, slurm
 from validation.checks import test_health as checks
-from validation.checks.health import HealthState
 from validation.checks.outcome import CheckFailure
 from validation.codes import CODES
 from validation.errors import RocmFleetError
+from validation.health_state import HealthState
 
 BUSY = {"RF-GPU-BUSY": "left over on an idle node: pid 4242 python holding /dev/kfd"}
 

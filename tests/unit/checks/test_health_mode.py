@@ -22,9 +22,9 @@ from recorded_host import RecordedHost
 
 from validation import flap, runner, slurm
 from validation.checks import test_health as checks
-from validation.checks.health import HealthState
 from validation.checks.outcome import CheckFailure
 from validation.errors import RocmFleetError
+from validation.health_state import HealthState
 from validation.probes import gpu_activity
 from validation.report.health_text import textfile
 

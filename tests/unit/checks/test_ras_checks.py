@@ -22,8 +22,8 @@ from recorded_host import Out, RecordedHost
 from validation import parsers, ras
 from validation.checks import test_gpu_health as validate_checks
 from validation.checks import test_health as checks
-from validation.checks.health import HealthState
 from validation.checks.outcome import CheckFailure
+from validation.health_state import HealthState
 from validation.parsers import amd_smi_ras, dmesg
 
 STANDIN = Path(__file__).resolve().parents[2] / "integration" / "standins" / "amd_smi_standin.py"
