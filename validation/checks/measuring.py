@@ -118,8 +118,20 @@ class NodeMeasuring:
         return own_memory.unaccounted_mib(gpu.vram_used_mib, telemetry.normalize_bus_id(gpu.bus_id), listed,
                                           sample.ours, self.main_pid or -1, self.own_memory, sample.t)
 
-    def _window(self, samples: list[gpu_watch.WatchSample], start: float, end: float, interval: float,
-                gpus: list[int] | None) -> gpu_watch.Window:
+    def mark_own_memory(self, moment: float) -> float:
+        """A mark of this run's own device memory (a measuring check's start or end, the post-flight); returns
+        `moment`. A ledger that cannot be read any more is given up, saying why."""
+        if self.own_memory is not None:
+            try:
+                self.own_memory.mark(moment)
+            except (RuntimeError, KeyError) as exc:
+                self.own_memory, self.own_memory_off = None, f"PyTorch could not read its memory: {str(exc)[:200]}"
+        return moment
+
+    def window(self, samples: list[gpu_watch.WatchSample], start: float, end: float, interval: float,
+               gpus: list[int] | None) -> gpu_watch.Window:
+        """What the watcher saw from `start` to `end` on `gpus` (all: None), memory included where this run
+        keeps its ledger."""
         return gpu_watch.window(samples, start, end, interval_s=interval, owner=self.owner, gpus=gpus,
                                 unaccounted=self.unaccounted if self.own_memory is not None else None,
                                 unseen_mib=own_memory.UNSEEN_MIB)
@@ -163,7 +175,7 @@ class NodeMeasuring:
             previous, last_span = taken_to, (taken_from, taken_to)
             gpus = [int(n) for n in GPU_IN_SUBJECT.findall(str(entry.get("subject", "")))] or None
             named = None if gpus is None or named is None else named | set(gpus)
-            seen = self._window(samples, taken_from, taken_to, interval, gpus)
+            seen = self.window(samples, taken_from, taken_to, interval, gpus)
             entry["watch"] = seen.to_json()
             foreign.update({(s.gpu, s.pid): s for s in seen.foreign})
             throttled.update({t.gpu: t for t in seen.throttled})
@@ -187,7 +199,7 @@ class NodeMeasuring:
                     entry["invalid_reason"] = why[:500]
                 marked += 1
         # the check's own span, on the GPUs its numbers name (all of them when it names none)
-        whole = self._window(samples, start, end, interval, sorted(named) if named else None)
+        whole = self.window(samples, start, end, interval, sorted(named) if named else None)
         foreign.update({(s.gpu, s.pid): s for s in whole.foreign if (s.gpu, s.pid) not in foreign})
         throttled.update({t.gpu: t for t in whole.throttled if t.gpu not in throttled})
         unseen.update({u.gpu: u for u in whole.unseen if u.gpu not in unseen})

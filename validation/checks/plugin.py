@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from validation import judged, names
+from validation import idle, judged, names
 from validation.checks import health, measuring
 from validation.checks.facts import provenance
 from validation.checks.node import RESULTS, node_name, results_for
@@ -186,33 +186,23 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     state = _measuring_state(item.config, node_name(host, item.config.getoption("--rf-node")), item)
     _start_watch(item.config, host, state)
     first, start = len(state.measurements), time.time()
-    _mark_own_memory(state, start)
+    state.mark_own_memory(start)
     try:
         result = yield
     except pytest.skip.Exception:
-        state.watch_check(check_id(item), start, _mark_own_memory(state, time.time()), first)
+        state.watch_check(check_id(item), start, state.mark_own_memory(time.time()), first)
         raise
     except (Exception, pytest.fail.Exception) as exc:
-        found = state.watch_check(check_id(item), start, _mark_own_memory(state, time.time()), first)
+        found = state.watch_check(check_id(item), start, state.mark_own_memory(time.time()), first)
         replacement = _window_verdict(found, state, exc)
         if replacement is None:
             raise
         raise replacement from exc
-    found = state.watch_check(check_id(item), start, _mark_own_memory(state, time.time()), first)
+    found = state.watch_check(check_id(item), start, state.mark_own_memory(time.time()), first)
     verdict = _window_verdict(found, state, None)
     if verdict is not None:
         raise verdict
     return result
-
-
-def _mark_own_memory(state: measuring.NodeMeasuring, moment: float) -> float:
-    """A mark of this run's own device memory at a measuring check's start or end; returns `moment`."""
-    if state.own_memory is not None:
-        try:
-            state.own_memory.mark(moment)
-        except (RuntimeError, KeyError) as exc:       # the ledger is given up, and says why
-            state.own_memory, state.own_memory_off = None, f"PyTorch could not read its memory: {str(exc)[:200]}"
-    return moment
 
 
 def _window_verdict(found: measuring.CheckWindow | None, state: measuring.NodeMeasuring,
@@ -229,7 +219,7 @@ def _window_verdict(found: measuring.CheckWindow | None, state: measuring.NodeMe
                 return None
             return CheckFailure(own.code, f"{own.message}; also, someone else's work was on the GPU: {seen}",
                                 own.hint)
-        code = "RF-GPU-BUSY" if found.foreign else "RF-GPU-UNSEEN"
+        code = idle.BUSY if found.foreign else idle.UNSEEN
         return CheckFailure(code, f"someone else's work ran on the GPU while {found.check.split('::')[-1]} "
                             f"measured it: {seen}; {found.marked} of its {found.numbers} numbers are marked invalid: "
                             f"they do not describe the hardware{own_text}")

@@ -138,7 +138,7 @@ def test_gpus_stayed_idle_while_measuring(host: Any, spec: dict, targets: Any, r
     unseen = [f"{u.describe()}{between}" for u in unseen_during]
     if problems or unseen:
         # someone the node can name makes it RF-GPU-BUSY; only work no process view shows is RF-GPU-UNSEEN
-        named = seen_during or any(code == idle.BUSY for code in became_codes(verdicts, became))
+        named = seen_during or any(code == idle.BUSY for code in _became_codes(verdicts, became))
         raise CheckFailure(idle.BUSY if named else idle.UNSEEN,
                            "someone else's work used the GPUs during this run: " + "; ".join(problems + unseen))
     unwatched = [m for m in measuring_state.measurements if needs_watching(m)
@@ -151,7 +151,7 @@ def test_gpus_stayed_idle_while_measuring(host: Any, spec: dict, targets: Any, r
     _fail([v for v in verdicts if v.status is not Status.SKIP], reading)
 
 
-def became_codes(verdicts: list[Verdict], became: dict[str, str]) -> list[str]:
+def _became_codes(verdicts: list[Verdict], became: dict[str, str]) -> list[str]:
     """The busy codes of the GPUs that became busy since the pre-flight."""
     return [v.code for v in verdicts if v.subject in became and v.status is Status.FAIL and v.code in idle.BUSY_CODES]
 
@@ -163,11 +163,9 @@ def _whole_run(state: NodeMeasuring) -> tuple[tuple[gpu_watch.Sighting, ...], tu
     watcher = state.watcher
     if watcher is None or state.measured_from is None:
         return (), ()
-    now = time.time()
-    samples = watcher.wait_past(now)
-    if state.own_memory is not None:
-        state.own_memory.mark(time.time())      # the samples up to now get their bound
-    run = state._window(samples, state.measured_from, now, watcher.interval_s, None)
+    samples = watcher.wait_past(time.time())
+    now = state.mark_own_memory(time.time())     # the samples up to now get their bound
+    run = state.window(samples, state.measured_from, now, watcher.interval_s, None)
     if state.results is not None:
         state.results.doc["watch"] = {
             **watcher.cost(), "from": round(state.measured_from, 3), "to": round(run.end, 3),

@@ -8,7 +8,7 @@ use is the device's whole (docs/performance-verdicts.md). The run's own share of
 whatever its caching allocator (PyTorch, CUDA or ROCm) reserved, which this process can read at any
 moment without a tool:
 
-- `calibrate`, right after the pre-flight found the GPUs idle: the memory in use before this process
+- `attach`, right after the pre-flight found the GPUs idle: the memory in use before this process
   touched the GPU (`base`, from the pre-flight's reading) and after its context was made on every GPU,
   less what the allocator holds, is the context's own (`context_mib`).
 - `mark`, at every measuring check's start and end: the allocator's reserved bytes now and its
@@ -72,15 +72,12 @@ class OwnMemory:
         """The most memory this run can have held on `bus` at `t`: its context, and its allocator's bound
         over the marks around `t` (the one before and the one after, so a sample read a moment late is
         covered too). None when `t` is outside the marks (no bound yet) or the GPU is not this run's."""
-        if bus not in self.devices or not self.marks:
+        if bus not in self.devices or not self.marks or t < self.marks[0].t:
             return None
-        times = [m.t for m in self.marks]
-        after = bisect.bisect_left(times, t)
-        if after >= len(self.marks) or (after == 0 and t < times[0]):
+        after = bisect.bisect_left(self.marks, t, key=lambda m: m.t)    # the first mark at or after t
+        if after >= len(self.marks):
             return None
-        before = max(0, after - 1)
-        first = self.marks[max(0, before - 1)]
-        last = self.marks[after]
+        first, last = self.marks[max(0, after - 2)], self.marks[after]
         bound = first.reserved_mib[bus] + (last.cumulative_mib[bus] - first.cumulative_mib[bus])
         return self.context_mib.get(bus, 0.0) + bound
 
